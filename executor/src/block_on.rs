@@ -1,0 +1,152 @@
+//! `block_on`: run a future on the calling thread, sleeping on the thread's
+//! own `CoreLatch` between polls.
+//!
+//! The future's waker sets the latch of the thread that runs `block_on` and
+//! nothing else: it wakes that thread only (if it sleeps), never a worker on
+//! the future's behalf, and touches no pool's counters.
+//!
+//! On a plain thread the latch comes with its own lock and condvar
+//! ([`ThreadLatch`]). On a worker thread the latch is slept on through the
+//! worker's own sleep state, with the full sleep protocol
+//! ([`WorkerThread::wait_until`]): while the latch is unset the worker keeps
+//! running its pool's tasks, and when it sleeps it is counted as sleeping, so
+//! new work wakes it too. A one-worker pool therefore never deadlocks on a
+//! `block_on` inside one of its tasks.
+//!
+//! # Invariants
+//!
+//! * The latch is reset *before* each poll: a wake that lands during the poll
+//!   leaves it SET, and the wait that follows returns at once. No wake is
+//!   lost.
+//! * Each thread caches one signal and lends it to one `block_on` at a time;
+//!   a nested `block_on` on the same thread makes its own, so the outer
+//!   call's wakes are never consumed by the inner loop.
+
+use crate::latch::{CoreLatch, ThreadLatch};
+use crate::registry::Registry;
+use crate::worker::WorkerThread;
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+/// What a `block_on` waker sets.
+enum Signal {
+    /// A plain thread, sleeping on its own lock and condvar.
+    Thread(ThreadLatch),
+    /// A worker thread, sleeping through its pool's sleep manager.
+    Worker {
+        latch: CoreLatch,
+        registry: Arc<Registry>,
+        index: usize,
+    },
+}
+
+impl Signal {
+    fn for_current_thread() -> Arc<Signal> {
+        Arc::new(match WorkerThread::current() {
+            Some(w) => Signal::Worker {
+                latch: CoreLatch::new(),
+                registry: Arc::clone(w.registry()),
+                index: w.index(),
+            },
+            None => Signal::Thread(ThreadLatch::new()),
+        })
+    }
+
+    /// Was this signal made for the thread's current role? (A worker thread
+    /// stops being one when its main loop ends.)
+    fn fits_current_thread(&self) -> bool {
+        match (self, WorkerThread::current()) {
+            (Signal::Thread(_), None) => true,
+            (
+                Signal::Worker {
+                    registry, index, ..
+                },
+                Some(w),
+            ) => Arc::ptr_eq(registry, w.registry()) && *index == w.index(),
+            _ => false,
+        }
+    }
+
+    fn latch(&self) -> &CoreLatch {
+        match self {
+            Signal::Thread(t) => &t.latch,
+            Signal::Worker { latch, .. } => latch,
+        }
+    }
+
+    /// Owner: wait until the latch is set.
+    fn wait(&self) {
+        match self {
+            Signal::Thread(t) => t.wait(),
+            Signal::Worker { latch, .. } => WorkerThread::current()
+                .expect("a worker's block_on signal is only waited on by that worker")
+                .wait_until(latch),
+        }
+    }
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        match &**self {
+            Signal::Thread(t) => t.set(),
+            Signal::Worker {
+                latch,
+                registry,
+                index,
+            } => {
+                if latch.set() {
+                    registry.wake_worker(*index);
+                }
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// This thread's signal, while no `block_on` borrows it.
+    static CACHED: Cell<Option<Arc<Signal>>> = const { Cell::new(None) };
+}
+
+/// Gives the borrowed signal back to the thread's cache, also on a panic.
+struct Lend(Option<Arc<Signal>>);
+
+impl Drop for Lend {
+    fn drop(&mut self) {
+        let signal = self.0.take();
+        CACHED.with(|c| {
+            let previous = c.replace(signal);
+            if previous.is_some() {
+                // A nested call already returned its own: keep that one.
+                c.set(previous);
+            }
+        });
+    }
+}
+
+/// Run `future` to completion on this thread.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    let signal = CACHED
+        .with(Cell::take)
+        .filter(|s| s.fits_current_thread())
+        .unwrap_or_else(Signal::for_current_thread);
+    let lend = Lend(Some(Arc::clone(&signal)));
+    let waker = Waker::from(Arc::clone(&signal));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    let output = loop {
+        signal.latch().reset();
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            break output;
+        }
+        signal.wait();
+    };
+    drop(lend);
+    output
+}

@@ -1,0 +1,177 @@
+//! `Builder`: configure and start a [`Pool`].
+//!
+//! # Invariants
+//!
+//! * Every value is checked in `build`, before any thread starts; a value out
+//!   of range is an `io::Error` of kind `InvalidInput` that names the setter
+//!   and the allowed range.
+//! * `build` either returns a pool whose every worker started, or an error
+//!   after stopping and joining the workers it had started.
+
+use crate::counters::THREADS_MAX;
+use crate::pool::Pool;
+use crate::registry::{Hook, Registry};
+use crate::worker;
+use crossbeam_deque::Worker;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+use std::thread;
+
+/// The name workers get when [`Builder::thread_name`] is not called.
+const DEFAULT_THREAD_NAME: &str = "pool-worker";
+
+/// Configures a [`Pool`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Builder::new()
+///     .worker_threads(2)
+///     .thread_name("app")
+///     .build()
+///     .unwrap();
+/// let name = pool.block_on(pool.spawn(async {
+///     std::thread::current().name().unwrap().to_string()
+/// }));
+/// assert!(name.unwrap().starts_with("app-"));
+/// ```
+#[must_use = "a Builder does nothing until build() is called"]
+pub struct Builder {
+    worker_threads: Option<usize>,
+    thread_name: String,
+    stack_size: Option<usize>,
+    on_thread_start: Option<Hook>,
+    on_thread_stop: Option<Hook>,
+}
+
+impl Builder {
+    /// A builder with every setting at its default.
+    pub fn new() -> Builder {
+        Builder {
+            worker_threads: None,
+            thread_name: DEFAULT_THREAD_NAME.to_string(),
+            stack_size: None,
+            on_thread_start: None,
+            on_thread_stop: None,
+        }
+    }
+
+    /// The number of worker threads.
+    ///
+    /// Default: [`std::thread::available_parallelism`] (1 if unknown).
+    /// `0`, or more than 65 535 (what the sleep counters can count), makes
+    /// [`build`](Builder::build) return an `InvalidInput` error.
+    pub fn worker_threads(mut self, n: usize) -> Builder {
+        self.worker_threads = Some(n);
+        self
+    }
+
+    /// The prefix of worker thread names: workers are `NAME-0`, `NAME-1`, ...
+    ///
+    /// Default: `pool-worker`.
+    pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// The stack size of worker threads, in bytes.
+    ///
+    /// Default: the standard library's (2 MiB unless `RUST_MIN_STACK` says
+    /// otherwise). `0` makes [`build`](Builder::build) return an
+    /// `InvalidInput` error.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// A function each worker thread runs when it starts, before any task.
+    ///
+    /// Default: none.
+    pub fn on_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
+        self.on_thread_start = Some(Arc::new(f));
+        self
+    }
+
+    /// A function each worker thread runs when it stops, after its last task.
+    ///
+    /// Default: none.
+    pub fn on_thread_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
+        self.on_thread_stop = Some(Arc::new(f));
+        self
+    }
+
+    /// Start the pool.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a setting out of range (the message says which and
+    /// the allowed range), or the error of a worker thread that failed to
+    /// start (the workers already started are stopped and joined first).
+    pub fn build(self) -> io::Result<Pool> {
+        let workers = match self.worker_threads {
+            Some(n) => n,
+            None => thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if workers == 0 || workers > THREADS_MAX {
+            return Err(invalid_input(format!(
+                "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
+            )));
+        }
+        if self.stack_size == Some(0) {
+            return Err(invalid_input(
+                "stack_size must be at least 1 byte (the OS rounds it up to its minimum), got 0"
+                    .to_string(),
+            ));
+        }
+
+        let deques: Vec<Worker<_>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let registry = Arc::new(Registry::new(
+            deques.iter().map(Worker::stealer).collect(),
+            self.on_thread_start,
+            self.on_thread_stop,
+        ));
+        let mut threads = Vec::with_capacity(workers);
+        for (index, deque) in deques.into_iter().enumerate() {
+            let mut builder = thread::Builder::new().name(format!("{}-{index}", self.thread_name));
+            if let Some(bytes) = self.stack_size {
+                builder = builder.stack_size(bytes);
+            }
+            let r = Arc::clone(&registry);
+            match builder.spawn(move || worker::main_loop(r, index, deque)) {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    registry.terminate();
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    registry.drop_unfinished_tasks();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Pool::from_parts(registry, threads))
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("worker_threads", &self.worker_threads)
+            .field("thread_name", &self.thread_name)
+            .field("stack_size", &self.stack_size)
+            .field("on_thread_start", &self.on_thread_start.is_some())
+            .field("on_thread_stop", &self.on_thread_stop.is_some())
+            .finish()
+    }
+}
+
+fn invalid_input(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}

@@ -1,0 +1,149 @@
+//! `pool`: a work-stealing async executor whose idle workers sleep and wake
+//! with Rayon's jobs-event-counter protocol.
+//!
+//! Tasks are [`async_task`] runnables. Each worker owns a FIFO
+//! `crossbeam_deque::Worker`; the others steal from it, and threads outside
+//! the pool push into a global injector. Idle workers search for a while,
+//! announce themselves sleepy, search once more and sleep on their own
+//! condvar; a new task wakes a sleeper only when no awake worker is idle, and
+//! at most one per task. An idle pool costs no CPU.
+//!
+//! ```
+//! let pool = pool::Pool::new().unwrap();
+//! let total = pool.block_on(async {
+//!     let tasks: Vec<_> = (0..100u64).map(|i| pool::spawn(async move { i * i })).collect();
+//!     let mut total = 0;
+//!     for t in tasks {
+//!         total += t.await.unwrap();
+//!     }
+//!     total
+//! });
+//! assert_eq!(total, 328_350);
+//! ```
+//!
+//! # The current pool
+//!
+//! The free functions ([`spawn`], [`Handle::current`]) act on the current
+//! pool, innermost first: the pool whose [`Pool::block_on`] is running its
+//! future on this thread; else the pool of the worker thread running the
+//! code; else the global pool, started on first use with one worker per
+//! available CPU (`POOL_WORKER_THREADS` overrides the count).
+//!
+//! # How it works
+//!
+//! `docs/ARCHITECTURE.md` follows a task from `spawn` to `poll`, and
+//! `executor/src/sleep/README.md` states the sleep protocol and why it never
+//! loses a wakeup.
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod block_on;
+mod builder;
+mod counters;
+mod latch;
+mod metrics;
+mod owned;
+mod pool;
+mod registry;
+mod sleep;
+mod sync;
+mod task;
+mod worker;
+
+pub use builder::Builder;
+pub use metrics::Metrics;
+pub use pool::{Handle, Pool};
+pub use task::{JoinError, JoinHandle};
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Spawn a task onto the current pool (see the crate docs).
+///
+/// # Panics
+///
+/// If the current pool is the global pool, it is not running yet, and
+/// `POOL_WORKER_THREADS` is set to something other than a positive integer.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let n = pool.block_on(async { pool::spawn(async { 21 * 2 }).await.unwrap() });
+/// assert_eq!(n, 42);
+/// ```
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    pool::with_current(|registry| registry.spawn(future))
+}
+
+/// Run `future` on the calling thread until it completes.
+///
+/// The thread sleeps on its own latch between polls: only a wake of this
+/// future wakes it, and it wakes no worker. Called on a worker thread, it
+/// keeps running that worker's tasks while it waits, so it cannot deadlock
+/// the pool, even a pool of one worker.
+///
+/// Unlike [`Pool::block_on`], it does not change the current pool.
+///
+/// # Examples
+///
+/// ```
+/// let v = pool::block_on(async { 1 + 2 });
+/// assert_eq!(v, 3);
+/// ```
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    block_on::block_on(future)
+}
+
+/// Give the worker to the other runnable tasks once: the task is queued
+/// behind them and polled again after they had their turn.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// pool.block_on(pool.spawn(async {
+///     for _ in 0..3 {
+///         pool::yield_now().await;
+///     }
+/// }))
+/// .unwrap();
+/// ```
+pub async fn yield_now() {
+    YieldNow { yielded: false }.await
+}
+
+/// The future of [`yield_now`]: pending once, having woken itself.
+struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        // Woken while running: the schedule function puts the task at the
+        // back of its worker's queue.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[allow(dead_code)]
+fn _ensure_send_and_sync() {
+    fn is_send_sync<T: Send + Sync>() {}
+    fn is_unpin<T: Unpin>() {}
+    is_send_sync::<Pool>();
+    is_send_sync::<Handle>();
+    is_send_sync::<JoinHandle<()>>();
+    is_send_sync::<JoinError>();
+    is_unpin::<JoinHandle<std::marker::PhantomPinned>>();
+}

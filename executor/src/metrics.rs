@@ -1,0 +1,91 @@
+//! Counters of what a pool did, and their snapshot, [`Metrics`].
+//!
+//! # Invariants
+//!
+//! * Each worker counts into its own cache-padded [`WorkerStats`] and is the
+//!   only thread that writes it: an increment is a relaxed load and a relaxed
+//!   store (`bump_owned`), no locked instruction, no shared cache line.
+//! * Threads that are not workers of the pool count into one shared
+//!   `WorkerStats` with `fetch_add` (`bump_shared`): those events (spawns and
+//!   wakes from outside) already cost a cross-thread handoff.
+//! * Counters are statistics, never protocol state: `Relaxed` is enough, and
+//!   a snapshot taken while the pool runs is a sum of recent values, not an
+//!   atomic cut.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A snapshot of a pool's counters, summed over its workers when
+/// [`Pool::metrics`](crate::Pool::metrics) or
+/// [`Handle::metrics`](crate::Handle::metrics) is called.
+///
+/// All counts are totals since the pool was built.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Builder::new().worker_threads(2).build().unwrap();
+/// pool.block_on(pool.spawn(async {})).unwrap();
+/// let m = pool.metrics();
+/// assert_eq!(m.workers, 2);
+/// assert_eq!(m.spawned, 1);
+/// assert!(m.polls >= 1);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Metrics {
+    /// Worker threads of the pool.
+    pub workers: usize,
+    /// Tasks spawned onto this pool.
+    pub spawned: u64,
+    /// Task polls by workers.
+    pub polls: u64,
+    /// Tasks a worker took from another worker's deque.
+    pub steals: u64,
+    /// Tasks that entered through the global injector (spawned or woken by a
+    /// thread that is not a worker of this pool).
+    pub injected: u64,
+    /// Times a worker blocked on its condvar.
+    pub sleeps: u64,
+    /// Times a thread signalled a sleeping worker to wake.
+    pub wakeups: u64,
+    /// Times the deadlock handler was called. Stays 0 until deadlock
+    /// detection lands (`mark_blocked` / `deadlock_handler`).
+    pub deadlocks: u64,
+}
+
+/// The counters of one worker (or of all outside threads together).
+#[derive(Debug, Default)]
+pub(crate) struct WorkerStats {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) polls: AtomicU64,
+    pub(crate) steals: AtomicU64,
+    pub(crate) injected: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+}
+
+impl WorkerStats {
+    /// Add `n` to a counter only this thread writes.
+    #[inline]
+    pub(crate) fn bump_owned(&self, counter: impl Fn(&Self) -> &AtomicU64, n: u64) {
+        let c = counter(self);
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    /// Add `n` to a counter that several threads write.
+    #[inline]
+    pub(crate) fn bump_shared(&self, counter: impl Fn(&Self) -> &AtomicU64, n: u64) {
+        counter(self).fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Add this block's counters into `m`.
+    pub(crate) fn add_to(&self, m: &mut Metrics) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        m.spawned += get(&self.spawned);
+        m.polls += get(&self.polls);
+        m.steals += get(&self.steals);
+        m.injected += get(&self.injected);
+        m.sleeps += get(&self.sleeps);
+        m.wakeups += get(&self.wakeups);
+    }
+}

@@ -1,0 +1,177 @@
+//! `OwnedTasks`: the registry of a pool's live tasks.
+//!
+//! A task that waits on a waker that never fires sits in no queue, yet the
+//! pool must drop its future when it shuts down. So every live task keeps its
+//! waker here from spawn until its future is dropped; shutdown closes the
+//! registry, takes every waker and wakes it, which sends each task through
+//! the schedule function into a queue that shutdown then drains.
+//!
+//! # Invariants
+//!
+//! * The registry is split into shards, each behind its own small lock; a
+//!   worker registers the tasks it spawns in its own shard, so spawns and
+//!   completions on different workers never share a lock and nothing takes a
+//!   pool-wide lock.
+//! * An entry is removed exactly once: by its task's `Registration` when the
+//!   future is dropped, or by `close_and_drain` at shutdown (after which
+//!   removal is a no-op). Keys are reused only after removal, and a closed
+//!   shard accepts no new entries, so a stale key never removes a stranger.
+//! * No lock is held while a waker is woken or dropped: waking runs the
+//!   schedule function and dropping a task runs user destructors.
+
+use crate::sync::Mutex;
+use crossbeam_utils::CachePadded;
+use std::task::Waker;
+
+#[derive(Debug)]
+enum Entry {
+    Occupied(Waker),
+    /// Free; holds the next free key (or `NONE`).
+    Vacant(usize),
+}
+
+/// The end of the free list.
+const NONE: usize = usize::MAX;
+
+#[derive(Debug)]
+struct Shard {
+    entries: Vec<Entry>,
+    free_head: usize,
+    closed: bool,
+}
+
+/// Where a task's waker is kept: its shard and its key in that shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    pub(crate) shard: usize,
+    pub(crate) key: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct OwnedTasks {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+}
+
+impl OwnedTasks {
+    /// A registry with at least `min_shards` shards (rounded up to a power of
+    /// two so that a shard is picked with a mask).
+    pub(crate) fn new(min_shards: usize) -> OwnedTasks {
+        let n = min_shards.max(1).next_power_of_two();
+        OwnedTasks {
+            shards: (0..n)
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Shard {
+                        entries: Vec::new(),
+                        free_head: NONE,
+                        closed: false,
+                    }))
+                })
+                .collect(),
+        }
+    }
+
+    /// Register a live task's waker in shard `hint` (modulo the shard count).
+    /// `None` once the registry is closed: the pool is shutting down.
+    pub(crate) fn insert(&self, hint: usize, waker: Waker) -> Option<Slot> {
+        let shard_index = hint & (self.shards.len() - 1);
+        let mut shard = self.shards[shard_index].lock();
+        if shard.closed {
+            drop(shard);
+            drop(waker);
+            return None;
+        }
+        let key = if shard.free_head != NONE {
+            let key = shard.free_head;
+            match std::mem::replace(&mut shard.entries[key], Entry::Occupied(waker)) {
+                Entry::Vacant(next) => shard.free_head = next,
+                Entry::Occupied(_) => unreachable!("free list points at an occupied entry"),
+            }
+            key
+        } else {
+            shard.entries.push(Entry::Occupied(waker));
+            shard.entries.len() - 1
+        };
+        Some(Slot {
+            shard: shard_index,
+            key,
+        })
+    }
+
+    /// Remove a task's entry when its future is dropped.
+    pub(crate) fn remove(&self, slot: Slot) {
+        let mut shard = self.shards[slot.shard].lock();
+        if shard.closed {
+            return;
+        }
+        let free_head = shard.free_head;
+        let old = std::mem::replace(&mut shard.entries[slot.key], Entry::Vacant(free_head));
+        debug_assert!(matches!(old, Entry::Occupied(_)), "task removed twice");
+        shard.free_head = slot.key;
+        drop(shard);
+        drop(old);
+    }
+
+    /// Wake the task in `slot`, if it is still registered (`abort`).
+    pub(crate) fn wake(&self, slot: Slot) {
+        let waker = match &self.shards[slot.shard].lock().entries.get(slot.key) {
+            Some(Entry::Occupied(waker)) => Some(waker.clone()),
+            _ => None,
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Close every shard and return the wakers of all tasks still live.
+    pub(crate) fn close_and_drain(&self) -> Vec<Waker> {
+        let mut wakers = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            shard.closed = true;
+            shard.free_head = NONE;
+            wakers.extend(shard.entries.drain(..).filter_map(|e| match e {
+                Entry::Occupied(waker) => Some(waker),
+                Entry::Vacant(_) => None,
+            }));
+        }
+        wakers
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct CountWakes(AtomicUsize);
+    impl Wake for CountWakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn keys_are_reused_and_drain_returns_the_live_ones() {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let tasks = OwnedTasks::new(3);
+        assert_eq!(tasks.shards.len(), 4);
+        let a = tasks.insert(1, waker.clone()).unwrap();
+        let b = tasks.insert(5, waker.clone()).unwrap();
+        assert_eq!(a.shard, 1);
+        assert_eq!(b.shard, 1, "hint is taken modulo the shard count");
+        tasks.remove(a);
+        let c = tasks.insert(1, waker.clone()).unwrap();
+        assert_eq!(c, a, "a freed key is reused");
+        tasks.wake(c);
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+        let live = tasks.close_and_drain();
+        assert_eq!(live.len(), 2);
+        assert!(tasks.insert(0, waker.clone()).is_none(), "closed registry");
+        tasks.remove(b); // a no-op once closed
+        tasks.wake(b); // likewise
+        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,245 @@
+//! Worker threads: the main loop, the search for work, and `wait_until`.
+//!
+//! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
+//! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
+//! (idle, announced in the JEC, one search left) and *sleeping* (blocked on
+//! its condvar, counted sleeping). [`WorkerThread::wait_until`] is the whole
+//! state machine; the main loop is `wait_until(terminate latch)`, and a
+//! `block_on` on a worker thread is `wait_until(its own latch)`.
+//!
+//! # Invariants
+//!
+//! * `WORKER_THREAD` points at the `WorkerThread` on this thread's stack for
+//!   exactly as long as `main_loop` runs; it is null on every other thread.
+//!   Tasks are only run from inside `main_loop`, so every reference handed
+//!   out by `current()` is used within that frame, on this thread
+//!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
+//! * Only this thread pushes to or pops from `worker`; others steal.
+//! * Between `start_looking` and `work_found` the worker runs nothing.
+//! * Search order: own deque, then the other workers' deques from a random
+//!   start, then the injector; every `INJECTOR_INTERVAL`-th search looks at
+//!   the injector first, so a busy worker does not starve outside spawns.
+
+use crate::latch::CoreLatch;
+use crate::metrics::WorkerStats;
+use crate::registry::{steal_one, Registry};
+use crate::task::Runnable;
+use crossbeam_deque::{Steal, Worker};
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Every this many searches, a worker takes from the injector before its own
+/// deque. Tokio uses 31 to 61; a prime keeps it from locking step with
+/// periodic workloads.
+const INJECTOR_INTERVAL: u32 = 61;
+
+thread_local! {
+    static WORKER_THREAD: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// The state a worker thread keeps on its own stack.
+pub(crate) struct WorkerThread {
+    worker: Worker<Runnable>,
+    index: usize,
+    registry: Arc<Registry>,
+    rng: XorShift64Star,
+    /// Searches so far, for `INJECTOR_INTERVAL`.
+    tick: Cell<u32>,
+}
+
+impl WorkerThread {
+    /// The worker running on this thread, if this is a worker thread.
+    #[inline]
+    pub(crate) fn current<'a>() -> Option<&'a WorkerThread> {
+        let p = WORKER_THREAD.with(Cell::get);
+        // SAFETY: non-null only while `main_loop` runs on this thread with
+        // the pointee alive on its stack; see the module invariants.
+        unsafe { p.as_ref() }
+    }
+
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    pub(crate) fn stats(&self) -> &WorkerStats {
+        &self.registry.workers[self.index].stats
+    }
+
+    /// Push onto this worker's own deque (the back: it is FIFO).
+    #[inline]
+    pub(crate) fn push(&self, runnable: Runnable) {
+        self.worker.push(runnable);
+    }
+
+    fn execute(&self, runnable: Runnable) {
+        self.stats().bump_owned(|s| &s.polls, 1);
+        // Panics of the task's future are caught inside `TaskFuture`.
+        runnable.run();
+    }
+
+    /// One search, in the order of the module invariants.
+    fn find_work(&self) -> Option<Runnable> {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(r) = self.steal_injected() {
+                return Some(r);
+            }
+        }
+        self.worker
+            .pop()
+            .or_else(|| self.steal_from_workers())
+            .or_else(|| self.steal_injected())
+    }
+
+    /// Steal half of another worker's deque, trying each once from a random
+    /// start, and again while some steal reported contention.
+    fn steal_from_workers(&self) -> Option<Runnable> {
+        let workers = &self.registry.workers;
+        let n = workers.len();
+        if n <= 1 {
+            return None;
+        }
+        let start = self.rng.next_usize(n);
+        loop {
+            let mut retry = false;
+            for victim in (start..n).chain(0..start) {
+                if victim == self.index {
+                    continue;
+                }
+                match workers[victim].stealer.steal_batch_and_pop(&self.worker) {
+                    Steal::Success(r) => {
+                        // Our deque was empty before the steal (we search it
+                        // first), so its length is the rest of the batch.
+                        let stolen = 1 + self.worker.len() as u64;
+                        self.stats().bump_owned(|s| &s.steals, stolen);
+                        return Some(r);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        }
+    }
+
+    fn steal_injected(&self) -> Option<Runnable> {
+        steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))
+    }
+
+    /// Run tasks until `latch` is set, sleeping (and counted as sleeping)
+    /// when there is nothing to run. New work and `latch` both wake it.
+    pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        let sleep = &self.registry.sleep;
+        'active: loop {
+            // Active: run what we find.
+            while !latch.probe() {
+                match self.find_work() {
+                    Some(r) => self.execute(r),
+                    None => break,
+                }
+            }
+            if latch.probe() {
+                return;
+            }
+            // Idle: search in rounds, get sleepy, sleep.
+            let mut idle_state = sleep.start_looking(self.index);
+            while !latch.probe() {
+                if let Some(r) = self.find_work() {
+                    sleep.work_found();
+                    self.execute(r);
+                    continue 'active;
+                }
+                sleep.no_work_found(&mut idle_state, latch, self.stats(), || {
+                    self.registry.has_injected_jobs()
+                });
+            }
+            sleep.work_found();
+            return;
+        }
+    }
+}
+
+/// Clears `WORKER_THREAD` and tells the registry the worker is gone, also
+/// when a hook panicked. Declared after the `WorkerThread` in `main_loop`, so
+/// it runs before that is dropped and the pointer never dangles.
+struct ExitGuard(Arc<Registry>);
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        WORKER_THREAD.with(|w| w.set(ptr::null()));
+        self.0.worker_exited();
+    }
+}
+
+/// The body of worker thread `index`.
+pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Runnable>) {
+    let this = WorkerThread {
+        worker,
+        index,
+        registry,
+        rng: XorShift64Star::new(index as u64 + 1),
+        tick: Cell::new(0),
+    };
+    let _exit = ExitGuard(Arc::clone(&this.registry));
+    WORKER_THREAD.with(|w| w.set(&this));
+    if let Some(hook) = &this.registry.on_thread_start {
+        hook();
+    }
+    this.wait_until(&this.registry.workers[index].terminate);
+    // Shutdown: drop what is left on our deque. Dropping a future may wake
+    // another task onto this deque, so pop until it stays empty.
+    while let Some(runnable) = this.worker.pop() {
+        drop(runnable);
+    }
+    if let Some(hook) = &this.registry.on_thread_stop {
+        hook();
+    }
+}
+
+/// A shard of the live-task registry for a spawn from outside the pool:
+/// each outside thread keeps to one shard, and threads spread over them.
+pub(crate) fn random_shard_hint() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static HINT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    HINT.with(|h| *h)
+}
+
+/// xorshift64*: a tiny generator for the start of each steal sweep.
+struct XorShift64Star {
+    state: Cell<u64>,
+}
+
+impl XorShift64Star {
+    fn new(seed: u64) -> Self {
+        // Spread small seeds over the state space; the state must not be 0.
+        let s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        XorShift64Star {
+            state: Cell::new(s),
+        }
+    }
+
+    fn next(&self) -> u64 {
+        let mut x = self.state.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A value in `0..n`.
+    fn next_usize(&self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
