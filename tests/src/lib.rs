@@ -1,1 +1,101 @@
+//! Helpers for the integration tests of `pool`: a watchdog that turns a hang
+//! into a failure with a message, CPU time of the process, a drop counter,
+//! and a bounded wait for a pool to fall asleep.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Run `f` on its own thread and fail the test if it has not returned after
+/// `secs` seconds: a hang becomes a failure that names `what`. A panic in `f`
+/// is passed on.
+pub fn watchdog<T: Send + 'static>(
+    what: &str,
+    secs: u64,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name(format!("watched: {what}"))
+        .spawn(move || {
+            let out = f();
+            let _ = tx.send(());
+            out
+        })
+        .expect("spawn the watched thread");
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => match thread.join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: did not finish within {secs} s (a lost wakeup or a deadlock)")
+        }
+    }
+}
+
+/// CPU time (user + system) used so far by this whole process.
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: `getrusage` only writes the `rusage` we pass, which is a plain
+    // C struct for which all-zero bytes are a valid value.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        assert_eq!(rc, 0, "getrusage failed");
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Counts how many times the values it hands out are dropped.
+#[derive(Clone, Default)]
+pub struct DropCounter(Arc<AtomicUsize>);
+
+/// Increments its counter when dropped.
+pub struct Tracked(Arc<AtomicUsize>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl DropCounter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A value whose drop this counter counts.
+    pub fn track(&self) -> Tracked {
+        Tracked(self.0.clone())
+    }
+
+    pub fn drops(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Wait, up to `timeout`, until `cond` holds; panic with `what` otherwise.
+/// For states the test cannot be told about directly (a pool falling asleep).
+pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < timeout,
+            "{what}: not reached within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Wait until every worker of `pool` is blocked on its condvar: no worker
+/// can then be running or searching.
+pub fn wait_until_asleep(pool: &pool::Pool) {
+    let workers = pool.worker_threads() as u64;
+    wait_for("all workers asleep", Duration::from_secs(10), || {
+        let m = pool.metrics();
+        m.sleeps.saturating_sub(m.wakeups) == workers
+    });
+}
