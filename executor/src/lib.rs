@@ -147,3 +147,8 @@ fn _ensure_send_and_sync() {
     is_send_sync::<JoinError>();
     is_unpin::<JoinHandle<std::marker::PhantomPinned>>();
 }
+
+/// The README's example, compiled and run as a doctest so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

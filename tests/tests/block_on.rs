@@ -106,11 +106,12 @@ fn pool_block_on_on_another_pools_worker_spawns_onto_the_entered_pool() {
             .block_on(outer.spawn(async move {
                 // On a worker of `outer`, `inner` is entered while its future
                 // is polled: a free spawn there goes to `inner`.
-                let h = inner2
-                    .block_on(async { pool::spawn(async { Handle::current().metrics().workers }) });
+                let h = inner2.block_on(async {
+                    pool::spawn(async { Handle::current().metrics().workers }).await
+                });
                 // Outside that block_on, the worker's own pool is current.
                 let worker = Handle::current().metrics().workers;
-                (inner2.block_on(h).unwrap(), worker)
+                (h.unwrap(), worker)
             }))
             .unwrap();
         assert_eq!((entered, worker), (2, 1));
