@@ -96,18 +96,6 @@ impl Registry {
         WorkerThread::current().filter(|w| std::ptr::eq(&**w.registry(), self))
     }
 
-    /// Count `n` events into the current thread's counters.
-    #[inline]
-    fn count(&self, counter: impl Fn(&WorkerStats) -> &std::sync::atomic::AtomicU64, n: u64) {
-        if n == 0 {
-            return;
-        }
-        match self.local_worker() {
-            Some(w) => w.stats().bump_owned(counter, n),
-            None => self.outside_stats.bump_shared(counter, n),
-        }
-    }
-
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
     }
@@ -141,12 +129,16 @@ impl Registry {
         };
         let handle = JoinHandle::new(task);
 
-        let local = self.local_worker();
-        let shard_hint = match local {
-            Some(w) => w.index(),
-            None => crate::worker::random_shard_hint(),
+        let shard_hint = match self.local_worker() {
+            Some(w) => {
+                w.stats().bump_owned(|s| &s.spawned, 1);
+                w.index()
+            }
+            None => {
+                self.outside_stats.bump_shared(|s| &s.spawned, 1);
+                crate::worker::random_shard_hint()
+            }
         };
-        self.count(|s| &s.spawned, 1);
 
         if self.is_shutting_down() {
             // Dropping the runnable drops the future: the handle reports
@@ -179,16 +171,18 @@ impl Registry {
         }
     }
 
-    /// Push a runnable from outside the pool.
+    /// Push a runnable from a thread that is not a worker of this pool.
     fn inject(&self, runnable: Runnable) {
         self.injector.push(runnable);
-        self.count(|s| &s.injected, 1);
+        self.outside_stats.bump_shared(|s| &s.injected, 1);
         if self.is_shutting_down() {
             // Nobody is left to wake: shutdown drains the injector.
             return;
         }
         let woken = self.sleep.new_injected_jobs(1);
-        self.count(|s| &s.wakeups, woken as u64);
+        if woken > 0 {
+            self.outside_stats.bump_shared(|s| &s.wakeups, woken as u64);
+        }
     }
 
     /// Is there work in the injector? This is the sleeper's final check: the
@@ -201,7 +195,10 @@ impl Registry {
     /// Wake worker `index` if it sleeps (its latch was set), and count it.
     pub(crate) fn wake_worker(&self, index: usize) {
         if self.sleep.wake_specific_thread(index) {
-            self.count(|s| &s.wakeups, 1);
+            match self.local_worker() {
+                Some(w) => w.stats().bump_owned(|s| &s.wakeups, 1),
+                None => self.outside_stats.bump_shared(|s| &s.wakeups, 1),
+            }
         }
     }
 
