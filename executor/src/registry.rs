@@ -4,12 +4,10 @@
 //! # Invariants
 //!
 //! * Every runnable enters through [`Registry::schedule`]: on a worker thread
-//!   of this pool it goes onto that worker's own deque and tickles the sleep
-//!   manager as an internal job (no fence); anywhere else it goes into the
-//!   injector and tickles as an injected job (after the seq-cst fence).
-//! * A task re-queued because it woke itself while running (`yield_now`)
-//!   tickles nobody: its own worker is awake and will run it after the tasks
-//!   already queued (the deque is FIFO).
+//!   of this pool it goes to that worker (`WorkerThread::schedule_local`: its
+//!   LIFO slot or its deque; a push onto the deque tickles the sleep manager
+//!   as an internal job, no fence); anywhere else it goes into the injector
+//!   and tickles as an injected job (after the seq-cst fence).
 //! * Once `shutting_down` is set, new spawns are cancelled at once, and no
 //!   runnable is pushed without being dropped by the shutdown that follows
 //!   (see `Pool::shutdown` for the order of the steps).
@@ -160,13 +158,7 @@ impl Registry {
     /// The schedule function of every task of this pool.
     fn schedule(&self, runnable: Runnable, info: ScheduleInfo) {
         match self.local_worker() {
-            Some(worker) => {
-                worker.push(runnable);
-                if !info.woken_while_running {
-                    let woken = self.sleep.new_internal_jobs(1);
-                    worker.stats().bump_owned(|s| &s.wakeups, woken as u64);
-                }
-            }
+            Some(worker) => worker.schedule_local(runnable, info),
             None => self.inject(runnable),
         }
     }

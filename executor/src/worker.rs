@@ -14,16 +14,22 @@
 //!   Tasks are only run from inside `main_loop`, so every reference handed
 //!   out by `current()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
-//! * Only this thread pushes to or pops from `worker`; others steal.
+//! * Only this thread pushes to or pops from `worker` and touches `lifo`;
+//!   others steal from `worker` only. The LIFO slot holds a task only while
+//!   this worker is running another one (every search empties it first), so
+//!   an idle worker's slot is empty and every task it could run is visible
+//!   to thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
-//! * Search order: own deque, then the other workers' deques from a random
-//!   start, then the injector; every `INJECTOR_INTERVAL`-th search looks at
-//!   the injector first, so a busy worker does not starve outside spawns.
+//! * Search order: the LIFO slot (at most `MAX_LIFO_POLLS` times in a row),
+//!   own deque, then the other workers' deques from a random start, then the
+//!   injector; every `INJECTOR_INTERVAL`-th search looks at the injector
+//!   first, so a busy worker does not starve outside spawns.
 
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::registry::{steal_one, Registry};
 use crate::task::Runnable;
+use async_task::ScheduleInfo;
 use crossbeam_deque::{Steal, Worker};
 use std::cell::Cell;
 use std::ptr;
@@ -34,6 +40,10 @@ use std::sync::Arc;
 /// deque. Tokio uses 31 to 61; a prime keeps it from locking step with
 /// periodic workloads.
 const INJECTOR_INTERVAL: u32 = 61;
+
+/// Runs in a row from the LIFO slot before its task goes behind the deque
+/// instead (tokio uses 3).
+const MAX_LIFO_POLLS: u32 = 3;
 
 thread_local! {
     static WORKER_THREAD: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
@@ -47,6 +57,10 @@ pub(crate) struct WorkerThread {
     rng: XorShift64Star,
     /// Searches so far, for `INJECTOR_INTERVAL`.
     tick: Cell<u32>,
+    /// The task to run next: the last one this worker spawned or woke.
+    lifo: Cell<Option<Runnable>>,
+    /// Consecutive runs from `lifo`, for `MAX_LIFO_POLLS`.
+    lifo_polls: Cell<u32>,
 }
 
 impl WorkerThread {
@@ -71,10 +85,49 @@ impl WorkerThread {
         &self.registry.workers[self.index].stats
     }
 
-    /// Push onto this worker's own deque (the back: it is FIFO).
+    /// The schedule function, on this worker's own thread.
+    ///
+    /// * A task that woke itself while running (`yield_now`) goes to the
+    ///   back of the deque, behind every queued task, and tickles nobody:
+    ///   this worker is awake and will get to it.
+    /// * Any other task (spawned, or woken by the task running now) goes to
+    ///   the LIFO slot, to run next on this warm thread, and tickles nobody
+    ///   either: the slot is not stealable and this worker runs it as soon
+    ///   as the current task returns. The task it displaces goes onto the
+    ///   deque, where others can steal it, so that push tickles.
     #[inline]
-    pub(crate) fn push(&self, runnable: Runnable) {
+    pub(crate) fn schedule_local(&self, runnable: Runnable, info: ScheduleInfo) {
+        if info.woken_while_running {
+            self.worker.push(runnable);
+        } else if let Some(displaced) = self.lifo.replace(Some(runnable)) {
+            self.push_stealable(displaced);
+        }
+    }
+
+    /// Push onto the deque (the back: it is FIFO) and post it as an internal
+    /// job: wake a sleeper if no awake worker is idle.
+    fn push_stealable(&self, runnable: Runnable) {
         self.worker.push(runnable);
+        let woken = self.registry.sleep.new_internal_jobs(1);
+        if woken > 0 {
+            self.stats().bump_owned(|s| &s.wakeups, woken as u64);
+        }
+    }
+
+    /// The LIFO slot's task, unless it has run `MAX_LIFO_POLLS` times in a
+    /// row: then it goes behind the deque, so a pair of tasks waking each
+    /// other cannot starve the rest.
+    fn take_lifo(&self) -> Option<Runnable> {
+        let runnable = self.lifo.take()?;
+        let polls = self.lifo_polls.get();
+        if polls < MAX_LIFO_POLLS {
+            self.lifo_polls.set(polls + 1);
+            Some(runnable)
+        } else {
+            self.lifo_polls.set(0);
+            self.push_stealable(runnable);
+            None
+        }
     }
 
     fn execute(&self, runnable: Runnable) {
@@ -89,9 +142,14 @@ impl WorkerThread {
         self.tick.set(tick);
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(r) = self.steal_injected() {
+                self.lifo_polls.set(0);
                 return Some(r);
             }
         }
+        if let Some(r) = self.take_lifo() {
+            return Some(r);
+        }
+        self.lifo_polls.set(0);
         self.worker
             .pop()
             .or_else(|| self.steal_from_workers())
@@ -188,6 +246,8 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         registry,
         rng: XorShift64Star::new(index as u64 + 1),
         tick: Cell::new(0),
+        lifo: Cell::new(None),
+        lifo_polls: Cell::new(0),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
@@ -195,9 +255,9 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         hook();
     }
     this.wait_until(&this.registry.workers[index].terminate);
-    // Shutdown: drop what is left on our deque. Dropping a future may wake
-    // another task onto this deque, so pop until it stays empty.
-    while let Some(runnable) = this.worker.pop() {
+    // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
+    // future may wake another task onto them, so repeat until both stay empty.
+    while let Some(runnable) = this.lifo.take().or_else(|| this.worker.pop()) {
         drop(runnable);
     }
     if let Some(hook) = &this.registry.on_thread_stop {

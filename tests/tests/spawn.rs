@@ -338,3 +338,46 @@ fn work_is_stolen_by_an_idle_worker() {
         assert!(p.metrics().steals > 0, "{:?}", p.metrics());
     });
 }
+
+#[test]
+fn two_tasks_waking_each_other_do_not_starve_a_queued_task() {
+    use futures::channel::mpsc::unbounded;
+    use futures::StreamExt;
+    watchdog("lifo_bound", 10, || {
+        let p = pool(1);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (third_tx, third_rx) = mpsc::channel();
+        let (a_tx, mut a_rx) = unbounded::<()>();
+        let (b_tx, mut b_rx) = unbounded::<()>();
+        let s = stop.clone();
+        // A and B wake each other forever, each landing in the worker's LIFO
+        // slot. On its 10th message A spawns `third`, which B's wake then
+        // displaces onto the deque: only the LIFO slot's bound lets it run.
+        drop(p.spawn(async move {
+            let mut round = 0;
+            while a_rx.next().await.is_some() {
+                round += 1;
+                if round == 10 {
+                    // The exchange is under way: B waits for our next send.
+                    third_tx.send(pool::spawn(async { "third ran" })).unwrap();
+                }
+                if s.load(Ordering::SeqCst) || b_tx.unbounded_send(()).is_err() {
+                    break;
+                }
+            }
+        }));
+        let s = stop.clone();
+        let a_tx2 = a_tx.clone();
+        drop(p.spawn(async move {
+            while b_rx.next().await.is_some() {
+                if s.load(Ordering::SeqCst) || a_tx2.unbounded_send(()).is_err() {
+                    break;
+                }
+            }
+        }));
+        a_tx.unbounded_send(()).unwrap();
+        let third = third_rx.recv().unwrap();
+        assert_eq!(pool::block_on(third).unwrap(), "third ran");
+        stop.store(true, Ordering::SeqCst);
+    });
+}
