@@ -29,6 +29,20 @@
 //! code; else the global pool, started on first use with one worker per
 //! available CPU (`POOL_WORKER_THREADS` overrides the count).
 //!
+//! # Macros
+//!
+//! `#[pool::main]` runs an `async fn main` on a new pool, and
+//! `#[pool::test]` makes an `async fn` a test that runs on a fresh pool:
+//!
+//! ```
+//! #[pool::main(worker_threads = 2)]
+//! async fn main() -> Result<(), pool::JoinError> {
+//!     let answer = pool::spawn(async { 6 * 7 }).await?;
+//!     assert_eq!(answer, 42);
+//!     Ok(())
+//! }
+//! ```
+//!
 //! # How it works
 //!
 //! `docs/ARCHITECTURE.md` follows a task from `spawn` to `poll`, and
@@ -52,6 +66,7 @@ mod worker;
 pub use builder::Builder;
 pub use metrics::Metrics;
 pub use pool::{Handle, Pool};
+pub use pool_macros::{main, test};
 pub use task::{JoinError, JoinHandle};
 
 use std::future::Future;
@@ -134,6 +149,26 @@ impl Future for YieldNow {
         // back of its worker's queue.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+/// What the expansions of `#[pool::main]` and `#[pool::test]` call. Not a
+/// public API: it may change without notice.
+#[doc(hidden)]
+pub mod __private {
+    /// A fresh pool for a macro-generated `main` or test.
+    ///
+    /// # Panics
+    ///
+    /// If the pool cannot start, with the attribute's name and the reason.
+    pub fn pool_for_macro(worker_threads: Option<usize>, attribute: &str) -> crate::Pool {
+        let mut builder = crate::Builder::new();
+        if let Some(n) = worker_threads {
+            builder = builder.worker_threads(n);
+        }
+        builder
+            .build()
+            .unwrap_or_else(|e| panic!("{attribute}: the pool failed to start: {e}"))
     }
 }
 

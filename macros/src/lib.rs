@@ -1,0 +1,276 @@
+//! `#[pool::main]` and `#[pool::test]`: run an `async fn` on a fresh
+//! [`pool`](https://docs.rs/pool) pool.
+//!
+//! Use them through the `pool` crate (`#[pool::main]`), not from here: the
+//! expansion names the runtime as `::pool::...`.
+//!
+//! # Invariants
+//!
+//! * Every error points at the token to change and says what to change.
+//! * When only the attribute's arguments are wrong, the function is still
+//!   expanded (with the default configuration) next to the error, so that
+//!   errors in its body keep their own spans and an IDE keeps working.
+//! * The expansion names everything by absolute path and triggers no lint.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
+
+/// The arguments the attributes accept, for error messages.
+const KNOWN_ARGUMENTS: &str = "`worker_threads`";
+
+/// Turns `async fn main()` into a `fn main()` that runs its body on a new
+/// `pool::Pool` (`worker_threads = N` workers, or the default) with
+/// `block_on`. A `main` that returns a value (`Result<(), E>` included)
+/// returns it, so `?` works in the body.
+///
+/// ```ignore
+/// #[pool::main(worker_threads = 4)]
+/// async fn main() -> std::io::Result<()> {
+///     let n = pool::spawn(async { 6 * 7 }).await.unwrap();
+///     println!("{n}");
+///     Ok(())
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(Kind::Main, args.into(), item.into()).into()
+}
+
+/// Turns an `async fn` into a `#[test]` that runs its body on a fresh
+/// `pool::Pool` (`worker_threads = N` workers, or the default), so tests do
+/// not share state through the global pool. Other attributes
+/// (`#[should_panic]`, `#[ignore]`, doc comments) are kept.
+///
+/// ```ignore
+/// #[pool::test(worker_threads = 2)]
+/// async fn adds() {
+///     assert_eq!(pool::spawn(async { 1 + 1 }).await.unwrap(), 2);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(Kind::Test, args.into(), item.into()).into()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Main,
+    Test,
+}
+
+impl Kind {
+    fn attribute(self) -> &'static str {
+        match self {
+            Kind::Main => "#[pool::main]",
+            Kind::Test => "#[pool::test]",
+        }
+    }
+}
+
+/// What the arguments asked for.
+#[derive(Default)]
+struct Config {
+    worker_threads: Option<(usize, Span)>,
+}
+
+fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    let input: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(e) => {
+            // Not a function at all: say so, and give the item back as is.
+            let e = syn::Error::new(
+                e.span(),
+                format!("{} goes on an `async fn`", kind.attribute()),
+            );
+            return with_errors(item, vec![e]);
+        }
+    };
+
+    if input.sig.asyncness.is_none() {
+        let e = syn::Error::new_spanned(
+            input.sig.fn_token,
+            format!(
+                "the `async` keyword is missing from the function declaration: \
+                 {} runs an `async fn`; write `async fn {}`",
+                kind.attribute(),
+                input.sig.ident
+            ),
+        );
+        return with_errors(input.into_token_stream(), vec![e]);
+    }
+
+    let mut errors = Vec::new();
+    let config = parse_args(args, &mut errors);
+    errors.extend(check_signature(kind, &input));
+    let mut input = input;
+    if kind == Kind::Test {
+        // Reported by `check_signature`; dropped so rustc adds no warning.
+        input.attrs.retain(|a| !a.path().is_ident("test"));
+    }
+    let expanded = expand_fn(kind, input, &config);
+    with_errors(expanded, errors)
+}
+
+fn with_errors(mut tokens: TokenStream2, errors: Vec<syn::Error>) -> TokenStream2 {
+    for e in errors {
+        tokens.extend(e.into_compile_error());
+    }
+    tokens
+}
+
+fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
+    let mut config = Config::default();
+    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
+        Ok(m) => m,
+        Err(e) => {
+            errors.push(syn::Error::new(
+                e.span(),
+                format!("{e}; the arguments look like `worker_threads = 4`"),
+            ));
+            return config;
+        }
+    };
+    for meta in metas {
+        let name = meta
+            .path()
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| meta.path().to_token_stream().to_string());
+        if name != "worker_threads" {
+            errors.push(syn::Error::new_spanned(
+                meta.path(),
+                format!("unknown argument `{name}`; the known arguments are: {KNOWN_ARGUMENTS}"),
+            ));
+            continue;
+        }
+        let value = match &meta {
+            Meta::NameValue(nv) => &nv.value,
+            _ => {
+                errors.push(syn::Error::new_spanned(
+                    &meta,
+                    "`worker_threads` needs a value, like `worker_threads = 4`",
+                ));
+                continue;
+            }
+        };
+        let parsed = parse_worker_threads(value);
+        if let Some((_, first)) = config.worker_threads {
+            let mut e = syn::Error::new_spanned(
+                meta.path(),
+                "`worker_threads` is given twice; remove one of them",
+            );
+            e.combine(syn::Error::new(first, "first given here"));
+            errors.push(e);
+            continue;
+        }
+        match parsed {
+            Ok(n) => config.worker_threads = Some((n, meta.path().span())),
+            Err(e) => errors.push(e),
+        }
+    }
+    config
+}
+
+fn parse_worker_threads(value: &Expr) -> Result<usize, syn::Error> {
+    let not_a_count = || {
+        syn::Error::new_spanned(
+            value,
+            "`worker_threads` takes a positive integer literal, like `worker_threads = 4`",
+        )
+    };
+    let Expr::Lit(ExprLit {
+        lit: Lit::Int(int), ..
+    }) = value
+    else {
+        return Err(not_a_count());
+    };
+    match int.base10_parse::<usize>() {
+        Ok(0) => Err(syn::Error::new_spanned(
+            int,
+            "`worker_threads` must be at least 1: a pool needs a worker to run tasks",
+        )),
+        Ok(n) => Ok(n),
+        Err(_) => Err(not_a_count()),
+    }
+}
+
+fn check_signature(kind: Kind, input: &ItemFn) -> Vec<syn::Error> {
+    let mut errors = Vec::new();
+    let sig = &input.sig;
+    if !sig.inputs.is_empty() {
+        let names: Vec<String> = sig
+            .inputs
+            .iter()
+            .map(|arg| match arg {
+                syn::FnArg::Typed(t) => match &*t.pat {
+                    syn::Pat::Ident(p) => format!("`{}`", p.ident),
+                    _ => "a pattern parameter".to_string(),
+                },
+                syn::FnArg::Receiver(_) => "`self`".to_string(),
+            })
+            .collect();
+        let hint = match kind {
+            Kind::Main if sig.ident == "main" => {
+                "; read command-line arguments with `std::env::args()`"
+            }
+            _ => "",
+        };
+        errors.push(syn::Error::new_spanned(
+            &sig.inputs,
+            format!(
+                "{} takes a fn with no parameters: remove {} from `{}`{hint}",
+                kind.attribute(),
+                names.join(", "),
+                sig.ident
+            ),
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            format!("{} takes a fn without generic parameters", kind.attribute()),
+        ));
+    }
+    if kind == Kind::Test {
+        if let Some(attr) = input.attrs.iter().find(|a| a.path().is_ident("test")) {
+            errors.push(syn::Error::new_spanned(
+                attr,
+                "remove this `#[test]`: #[pool::test] already makes the fn a test",
+            ));
+        }
+    }
+    errors
+}
+
+fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
+    input.sig.asyncness = None;
+    let block = &input.block;
+    let workers = match config.worker_threads {
+        Some((n, span)) => quote_spanned!(span=> ::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    };
+    let attribute = kind.attribute();
+    // The call spans the body's braces, so a mismatch between the body's
+    // value and the declared return type points at the user's body.
+    let run = quote_spanned! {block.span()=>
+        ::pool::__private::pool_for_macro(#workers, #attribute).block_on(body)
+    };
+    let body: syn::Block = syn::parse_quote! {{
+        let body = async #block;
+        #run
+    }};
+    *input.block = body;
+    let test_attr = match kind {
+        Kind::Test => quote!(#[::core::prelude::v1::test]),
+        Kind::Main => quote!(),
+    };
+    quote! {
+        #test_attr
+        #input
+    }
+}

@@ -1,0 +1,4 @@
+#[pool::main]
+async fn main(args: Vec<String>) {
+    let _ = args;
+}

@@ -1,0 +1,2 @@
+#[pool::main]
+fn main() {}

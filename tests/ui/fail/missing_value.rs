@@ -1,0 +1,2 @@
+#[pool::main(worker_threads)]
+async fn main() {}

@@ -1,0 +1,4 @@
+#[pool::main]
+struct Config;
+
+fn main() {}

@@ -1,0 +1,5 @@
+#[pool::test]
+#[test]
+async fn twice() {}
+
+fn main() {}

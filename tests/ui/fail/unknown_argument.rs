@@ -1,0 +1,2 @@
+#[pool::main(flavor = "multi_thread")]
+async fn main() {}

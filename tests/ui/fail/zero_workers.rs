@@ -1,0 +1,2 @@
+#[pool::main(worker_threads = 0)]
+async fn main() {}
