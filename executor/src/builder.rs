@@ -8,18 +8,27 @@
 //! * `build` either returns a pool whose every worker started, or an error
 //!   after stopping and joining the workers it had started.
 
+use crate::blocking::BlockingConfig;
 use crate::counters::THREADS_MAX;
+use crate::deadlock::Handler;
 use crate::pool::Pool;
-use crate::registry::{Hook, Registry};
+use crate::registry::{Hook, Registry, RegistryConfig};
 use crate::worker;
 use crossbeam_deque::Worker;
 use std::fmt;
 use std::io;
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 /// The name workers get when [`Builder::thread_name`] is not called.
 const DEFAULT_THREAD_NAME: &str = "pool-worker";
+
+/// The default cap on blocking threads.
+const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+
+/// How long a blocking thread waits for work before it exits, by default.
+const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// Configures a [`Pool`].
 ///
@@ -43,6 +52,9 @@ pub struct Builder {
     stack_size: Option<usize>,
     on_thread_start: Option<Hook>,
     on_thread_stop: Option<Hook>,
+    deadlock_handler: Option<Handler>,
+    max_blocking_threads: usize,
+    blocking_keep_alive: Duration,
 }
 
 impl Builder {
@@ -54,6 +66,9 @@ impl Builder {
             stack_size: None,
             on_thread_start: None,
             on_thread_stop: None,
+            deadlock_handler: None,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
         }
     }
 
@@ -101,6 +116,64 @@ impl Builder {
         self
     }
 
+    /// A function called when no worker of the pool is active and at least
+    /// one is blocked in user code (between [`mark_blocked`](crate::mark_blocked)
+    /// and [`mark_unblocked`](crate::mark_unblocked)): nothing in the pool can
+    /// make progress on its own. It is called once per such event, on the
+    /// worker whose change caused it, and counted in
+    /// [`Metrics::deadlocks`](crate::Metrics::deadlocks).
+    ///
+    /// The handler runs while the pool's deadlock state is locked (as in
+    /// Rayon), so it must not call `mark_blocked` or `mark_unblocked` (that
+    /// panics with a message saying so). It may spawn tasks or send
+    /// messages, which is how it usually unblocks a worker.
+    ///
+    /// Default: none, and then the pool does not track blocked workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{mpsc, Arc, Mutex};
+    /// let (tx, rx) = mpsc::channel::<()>();
+    /// let tx = Mutex::new(tx);
+    /// let pool = pool::Builder::new()
+    ///     .worker_threads(1)
+    ///     .deadlock_handler(move || {
+    ///         let _ = tx.lock().unwrap().send(());
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// pool.block_on(pool.spawn(async move {
+    ///     pool::mark_blocked();
+    ///     rx.recv().unwrap(); // only the handler sends
+    ///     pool::mark_unblocked();
+    /// }))
+    /// .unwrap();
+    /// assert_eq!(pool.metrics().deadlocks, 1);
+    /// ```
+    pub fn deadlock_handler(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
+        self.deadlock_handler = Some(Arc::new(f));
+        self
+    }
+
+    /// The most blocking threads ([`spawn_blocking`](crate::spawn_blocking))
+    /// alive at once; closures beyond it wait their turn, first in first out.
+    ///
+    /// Default: 512. `0` makes [`build`](Builder::build) return an
+    /// `InvalidInput` error.
+    pub fn max_blocking_threads(mut self, n: usize) -> Builder {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long a blocking thread with nothing to do waits before it exits.
+    ///
+    /// Default: 10 seconds.
+    pub fn blocking_keep_alive(mut self, idle: Duration) -> Builder {
+        self.blocking_keep_alive = idle;
+        self
+    }
+
     /// Start the pool.
     ///
     /// # Errors
@@ -118,6 +191,12 @@ impl Builder {
                 "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
             )));
         }
+        if self.max_blocking_threads == 0 {
+            return Err(invalid_input(
+                "max_blocking_threads must be at least 1 (spawn_blocking needs a thread), got 0"
+                    .to_string(),
+            ));
+        }
         if self.stack_size == Some(0) {
             return Err(invalid_input(
                 "stack_size must be at least 1 byte (the OS rounds it up to its minimum), got 0"
@@ -128,8 +207,17 @@ impl Builder {
         let deques: Vec<Worker<_>> = (0..workers).map(|_| Worker::new_fifo()).collect();
         let registry = Arc::new(Registry::new(
             deques.iter().map(Worker::stealer).collect(),
-            self.on_thread_start,
-            self.on_thread_stop,
+            RegistryConfig {
+                on_thread_start: self.on_thread_start,
+                on_thread_stop: self.on_thread_stop,
+                deadlock_handler: self.deadlock_handler,
+                blocking: BlockingConfig {
+                    max_threads: self.max_blocking_threads,
+                    keep_alive: self.blocking_keep_alive,
+                    thread_name: self.thread_name.clone(),
+                    stack_size: self.stack_size,
+                },
+            },
         ));
         let mut threads = Vec::with_capacity(workers);
         for (index, deque) in deques.into_iter().enumerate() {
@@ -168,6 +256,9 @@ impl fmt::Debug for Builder {
             .field("stack_size", &self.stack_size)
             .field("on_thread_start", &self.on_thread_start.is_some())
             .field("on_thread_stop", &self.on_thread_stop.is_some())
+            .field("deadlock_handler", &self.deadlock_handler.is_some())
+            .field("max_blocking_threads", &self.max_blocking_threads)
+            .field("blocking_keep_alive", &self.blocking_keep_alive)
             .finish()
     }
 }

@@ -51,8 +51,10 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod block_on;
+mod blocking;
 mod builder;
 mod counters;
+mod deadlock;
 mod latch;
 mod metrics;
 mod owned;
@@ -112,6 +114,95 @@ where
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
     block_on::block_on(future)
+}
+
+/// Run a blocking closure on the current pool's blocking threads, never on
+/// a worker, and return a handle to its result.
+///
+/// Blocking threads are started on demand, up to
+/// [`Builder::max_blocking_threads`] (default 512), named `NAME-blocking-K`,
+/// and exit after [`Builder::blocking_keep_alive`] (default 10 s) without
+/// work. Closures beyond the cap wait their turn in FIFO order. A panic in
+/// `f` is caught: the handle gives `Err(e)` with `e.is_panic()`. A closure
+/// that has not started when its pool shuts down never runs: its handle
+/// gives `Err(e)` with `e.is_cancelled()`. `abort()` cancels a closure that
+/// has not started; one that is running runs to its end.
+///
+/// # Panics
+///
+/// As [`spawn`], if the global pool has to start and cannot.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let contents = pool.block_on(async {
+///     pool::spawn_blocking(|| std::fs::read_to_string("Cargo.toml")).await.unwrap()
+/// });
+/// assert!(contents.unwrap().contains("[package]"));
+/// ```
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    pool::with_current(|registry| registry.spawn_blocking(f))
+}
+
+/// Tell the pool that this worker thread is about to block in user code
+/// (on a lock, a channel, I/O), for deadlock detection; call
+/// [`mark_unblocked`] when it stops blocking.
+///
+/// When no worker of the pool is active and at least one is marked blocked,
+/// the pool calls its [`deadlock_handler`](Builder::deadlock_handler). On a
+/// thread that is not a worker, or on a pool without a handler, it does
+/// nothing.
+///
+/// # Panics
+///
+/// Called from the deadlock handler itself (which holds the state this call
+/// needs), or twice on one worker without `mark_unblocked` in between.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let waiter = pool.spawn(async move {
+///     pool::mark_blocked();
+///     let v = rx.recv().unwrap();
+///     pool::mark_unblocked();
+///     v
+/// });
+/// tx.send(3).unwrap();
+/// assert_eq!(pool.block_on(waiter).unwrap(), 3);
+/// ```
+pub fn mark_blocked() {
+    deadlock::forbid_in_handler("mark_blocked");
+    if let Some(worker) = worker::WorkerThread::current() {
+        worker.mark_blocked(true);
+    }
+}
+
+/// Tell the pool that this worker thread has stopped blocking in user code;
+/// see [`mark_blocked`]. Outside a worker thread it does nothing.
+///
+/// # Panics
+///
+/// Called from the deadlock handler itself, or on a worker that is not
+/// marked blocked.
+///
+/// # Examples
+///
+/// ```
+/// pool::mark_blocked(); // not a worker thread: nothing happens
+/// pool::mark_unblocked();
+/// ```
+pub fn mark_unblocked() {
+    deadlock::forbid_in_handler("mark_unblocked");
+    if let Some(worker) = worker::WorkerThread::current() {
+        worker.mark_blocked(false);
+    }
 }
 
 /// Give the worker to the other runnable tasks once: the task is queued

@@ -48,9 +48,12 @@ pub struct Metrics {
     pub sleeps: u64,
     /// Times a thread signalled a sleeping worker to wake.
     pub wakeups: u64,
-    /// Times the deadlock handler was called. Stays 0 until deadlock
-    /// detection lands (`mark_blocked` / `deadlock_handler`).
+    /// Times the deadlock handler was called (see
+    /// [`Builder::deadlock_handler`](crate::Builder::deadlock_handler)).
     pub deadlocks: u64,
+    /// Blocking threads alive now (see [`spawn_blocking`](crate::spawn_blocking)).
+    /// Unlike the others, this is a gauge, not a total.
+    pub blocking_threads: usize,
 }
 
 /// The counters of one worker (or of all outside threads together).

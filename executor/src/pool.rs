@@ -5,7 +5,8 @@
 //! * The current pool is, innermost first: the pool whose `Pool::block_on`
 //!   is polling its future on this thread (`ENTERED`, set only around each
 //!   poll of that future, so tasks the thread runs meanwhile see their own
-//!   pool); else the pool of the worker thread; else the global pool.
+//!   pool); else the pool of the worker thread; else the pool of the
+//!   blocking thread; else the global pool.
 //! * `ENTERED` points at the `Arc<Registry>` of a `Pool` that is borrowed by
 //!   the `block_on` call in progress, so it outlives every read.
 //! * Shutdown runs once, in this order: refuse new work and set every
@@ -120,6 +121,24 @@ impl Pool {
         })
     }
 
+    /// Run a blocking closure on this pool's blocking threads; see
+    /// [`spawn_blocking`](crate::spawn_blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.spawn_blocking(|| std::fs::metadata(".").is_ok());
+    /// assert!(pool.block_on(h).unwrap());
+    /// ```
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.registry.spawn_blocking(f)
+    }
+
     /// A handle to this pool.
     ///
     /// # Examples
@@ -206,6 +225,7 @@ impl Pool {
                 let _ = t.join();
             }
         }
+        self.registry.blocking.wait_for_threads(deadline);
         self.registry.drop_unfinished_tasks();
     }
 }
@@ -276,12 +296,15 @@ impl Handle {
     /// assert!(pool.block_on(async { pool::Handle::try_current() }).is_some());
     /// ```
     pub fn try_current() -> Option<Handle> {
-        let registry = entered()
-            .or_else(|| WorkerThread::current().map(|w| w.registry()))
-            .or_else(|| GLOBAL.get().map(|p| &p.registry))?;
-        Some(Handle {
-            registry: Arc::clone(registry),
-        })
+        if let Some(registry) = running_pool() {
+            return Some(Handle {
+                registry: Arc::clone(registry),
+            });
+        }
+        BLOCKING_THREAD_OF
+            .with(|b| b.borrow().clone())
+            .or_else(|| GLOBAL.get().map(|p| Arc::clone(&p.registry)))
+            .map(|registry| Handle { registry })
     }
 
     /// Spawn a task onto this handle's pool; see [`Pool::spawn`].
@@ -299,6 +322,24 @@ impl Handle {
         F::Output: Send + 'static,
     {
         self.registry.spawn(future)
+    }
+
+    /// Run a blocking closure on the pool's blocking threads; see
+    /// [`spawn_blocking`](crate::spawn_blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.handle().spawn_blocking(|| 2 + 2);
+    /// assert_eq!(pool.block_on(h).unwrap(), 4);
+    /// ```
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.registry.spawn_blocking(f)
     }
 
     /// A snapshot of the pool's counters; see [`Pool::metrics`].
@@ -385,13 +426,40 @@ fn entered<'a>() -> Option<&'a Arc<Registry>> {
     unsafe { p.as_ref() }
 }
 
-/// Run `f` with the current pool.
+thread_local! {
+    /// The pool whose blocking thread this is.
+    static BLOCKING_THREAD_OF: std::cell::RefCell<Option<Arc<Registry>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Makes `registry` the current pool of this blocking thread until dropped.
+pub(crate) struct BlockingThreadGuard(());
+
+pub(crate) fn enter_blocking_thread(registry: &Arc<Registry>) -> BlockingThreadGuard {
+    BLOCKING_THREAD_OF.with(|b| *b.borrow_mut() = Some(Arc::clone(registry)));
+    BlockingThreadGuard(())
+}
+
+impl Drop for BlockingThreadGuard {
+    fn drop(&mut self) {
+        let registry = BLOCKING_THREAD_OF.with(|b| b.borrow_mut().take());
+        drop(registry);
+    }
+}
+
+/// The entered pool, else this worker's pool.
+fn running_pool<'a>() -> Option<&'a Arc<Registry>> {
+    entered().or_else(|| WorkerThread::current().map(|w| w.registry()))
+}
+
+/// Run `f` with the current pool: the entered pool, this worker's pool, the
+/// pool of this blocking thread, or the global pool.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-    if let Some(registry) = entered() {
+    if let Some(registry) = running_pool() {
         return f(registry);
     }
-    if let Some(worker) = WorkerThread::current() {
-        return f(worker.registry());
+    if let Some(registry) = BLOCKING_THREAD_OF.with(|b| b.borrow().clone()) {
+        return f(&registry);
     }
     f(&global().registry)
 }

@@ -8,15 +8,24 @@
 //!   LIFO slot or its deque; a push onto the deque tickles the sleep manager
 //!   as an internal job, no fence); anywhere else it goes into the injector
 //!   and tickles as an injected job (after the seq-cst fence).
+//! * Blocking tasks (`spawn_blocking`) enter through their own schedule
+//!   function, into the blocking pool's queue: they never reach a worker.
 //! * Once `shutting_down` is set, new spawns are cancelled at once, and no
 //!   runnable is pushed without being dropped by the shutdown that follows
-//!   (see `Pool::shutdown` for the order of the steps).
+//!   (see `Pool::shutdown` for the order of the steps): a push into the
+//!   injector that lands after shutdown drained it is drained by the pusher
+//!   itself (`drained`, with a fence on each side).
+//! * Each task's schedule function owns an `Arc<Registry>`; the registry owns
+//!   the queues that hold runnables. Shutdown empties the queues, which
+//!   breaks those cycles.
 
+use crate::blocking::{BlockingConfig, BlockingPool, BlockingTask};
+use crate::deadlock::{DeadlockDetector, Handler};
 use crate::latch::CoreLatch;
 use crate::metrics::{Metrics, WorkerStats};
 use crate::owned::OwnedTasks;
 use crate::sleep::Sleep;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::{JoinHandle, Runnable, TaskFuture, TaskHeader};
 use crate::worker::WorkerThread;
 use async_task::{ScheduleInfo, WithInfo};
@@ -39,6 +48,14 @@ pub(crate) struct WorkerInfo {
     pub(crate) stealer: Stealer<Runnable>,
 }
 
+/// What the `Builder` configures besides the worker count.
+pub(crate) struct RegistryConfig {
+    pub(crate) on_thread_start: Option<Hook>,
+    pub(crate) on_thread_stop: Option<Hook>,
+    pub(crate) deadlock_handler: Option<Handler>,
+    pub(crate) blocking: BlockingConfig,
+}
+
 pub(crate) struct Registry {
     pub(crate) injector: Injector<Runnable>,
     pub(crate) workers: Box<[WorkerInfo]>,
@@ -47,6 +64,9 @@ pub(crate) struct Registry {
     /// Counted by threads that are not workers of this pool.
     outside_stats: CachePadded<WorkerStats>,
     shutting_down: AtomicBool,
+    /// Set once shutdown has drained the queues.
+    drained: AtomicBool,
+    pub(crate) blocking: BlockingPool,
     /// Workers that have left their main loop, for a bounded shutdown wait.
     /// (Not part of the sleep protocol, so plain `parking_lot`.)
     exited: parking_lot::Mutex<usize>,
@@ -56,11 +76,7 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(
-        stealers: Vec<Stealer<Runnable>>,
-        on_thread_start: Option<Hook>,
-        on_thread_stop: Option<Hook>,
-    ) -> Registry {
+    pub(crate) fn new(stealers: Vec<Stealer<Runnable>>, config: RegistryConfig) -> Registry {
         let n = stealers.len();
         Registry {
             injector: Injector::new(),
@@ -72,15 +88,22 @@ impl Registry {
                     stealer,
                 })
                 .collect(),
-            sleep: Sleep::new(n),
+            sleep: Sleep::new(
+                n,
+                config
+                    .deadlock_handler
+                    .map(|handler| DeadlockDetector::new(n, handler)),
+            ),
             // Four shards per worker: outside spawns spread over them.
             tasks: OwnedTasks::new(4 * n),
             outside_stats: CachePadded::new(WorkerStats::default()),
             shutting_down: AtomicBool::new(false),
+            drained: AtomicBool::new(false),
+            blocking: BlockingPool::new(config.blocking),
             exited: parking_lot::Mutex::new(0),
             exited_cond: parking_lot::Condvar::new(),
-            on_thread_start,
-            on_thread_stop,
+            on_thread_start: config.on_thread_start,
+            on_thread_stop: config.on_thread_stop,
         }
     }
 
@@ -104,29 +127,6 @@ impl Registry {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let schedule = {
-            let registry = Arc::clone(self);
-            WithInfo(move |runnable: Runnable, info: ScheduleInfo| {
-                registry.schedule(runnable, info)
-            })
-        };
-        let builder = async_task::Builder::new().metadata(TaskHeader::new(self));
-        // SAFETY: `spawn_unchecked`'s obligations, one by one:
-        // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
-        //   because `TaskHeader: Sync`), so the `Runnable` may move between
-        //   threads;
-        // - it is not `'static` only because it borrows the task's own
-        //   metadata, which async-task allows; it borrows nothing else;
-        // - the schedule function is `Send + Sync + 'static` (it owns an
-        //   `Arc<Registry>`), so wakers may be used and dropped anywhere.
-        let (runnable, task) = unsafe {
-            builder.spawn_unchecked(
-                move |header: &TaskHeader| TaskFuture::new(future, header),
-                schedule,
-            )
-        };
-        let handle = JoinHandle::new(task);
-
         let shard_hint = match self.local_worker() {
             Some(w) => {
                 w.stats().bump_owned(|s| &s.spawned, 1);
@@ -137,7 +137,55 @@ impl Registry {
                 crate::worker::random_shard_hint()
             }
         };
+        let registry = Arc::clone(self);
+        self.spawn_with(
+            future,
+            move |runnable: Runnable, info: ScheduleInfo| registry.schedule(runnable, info),
+            shard_hint,
+        )
+    }
 
+    /// Run `f` on this pool's blocking threads.
+    pub(crate) fn spawn_blocking<F, R>(self: &Arc<Self>, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let registry = Arc::clone(self);
+        self.spawn_with(
+            BlockingTask::new(f),
+            move |runnable: Runnable, _: ScheduleInfo| {
+                registry.blocking.schedule(&registry, runnable)
+            },
+            crate::worker::random_shard_hint(),
+        )
+    }
+
+    /// Make a task of `future` whose runnable goes to `schedule`, register
+    /// it as live, and schedule it once.
+    fn spawn_with<F, S>(&self, future: F, schedule: S, shard_hint: usize) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+    {
+        let builder = async_task::Builder::new().metadata(TaskHeader::new(self));
+        // SAFETY: `spawn_unchecked`'s obligations, one by one:
+        // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
+        //   because `TaskHeader: Sync`), so the `Runnable` may move between
+        //   threads;
+        // - it is not `'static` only because it borrows the task's own
+        //   metadata, which async-task allows; it borrows nothing else;
+        // - the schedule function is `Send + Sync + 'static` (both callers
+        //   pass one that owns an `Arc<Registry>`, which the header's
+        //   pointer relies on), so wakers may be used and dropped anywhere.
+        let (runnable, task) = unsafe {
+            builder.spawn_unchecked(
+                move |header: &TaskHeader| TaskFuture::new(future, header),
+                WithInfo(schedule),
+            )
+        };
+        let handle = JoinHandle::new(task);
         if self.is_shutting_down() {
             // Dropping the runnable drops the future: the handle reports
             // `cancelled`.
@@ -168,7 +216,14 @@ impl Registry {
         self.injector.push(runnable);
         self.outside_stats.bump_shared(|s| &s.injected, 1);
         if self.is_shutting_down() {
-            // Nobody is left to wake: shutdown drains the injector.
+            // Nobody is left to wake. If shutdown already drained the
+            // injector, drain it here; the fence pairs with the one in
+            // `drop_unfinished_tasks`, so either shutdown's last drain sees
+            // this push or this load sees `drained`.
+            fence(Ordering::SeqCst);
+            if self.drained.load(Ordering::SeqCst) {
+                self.drain_queues();
+            }
             return;
         }
         let woken = self.sleep.new_injected_jobs(1);
@@ -203,12 +258,16 @@ impl Registry {
             w.stats.add_to(&mut m);
         }
         self.outside_stats.add_to(&mut m);
+        m.deadlocks = self.sleep.deadlock().map_or(0, DeadlockDetector::events);
+        m.blocking_threads = self.blocking.threads();
         m
     }
 
-    /// Shutdown, step 1: refuse new work and tell every worker to stop.
+    /// Shutdown, step 1: refuse new work, tell every worker to stop and the
+    /// blocking threads to start nothing new.
     pub(crate) fn terminate(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.blocking.begin_shutdown();
         for (index, w) in self.workers.iter().enumerate() {
             if w.terminate.set() {
                 self.wake_worker(index);
@@ -246,13 +305,24 @@ impl Registry {
         for waker in self.tasks.close_and_drain() {
             waker.wake();
         }
+        drop(self.blocking.drain());
+        self.drain_queues();
+        self.drained.store(true, Ordering::SeqCst);
+        // Pairs with the fence in `inject`: a push this drain missed is
+        // drained by its pusher.
+        fence(Ordering::SeqCst);
+        self.drain_queues();
+    }
+
+    /// Drop every runnable in the injector and in the deques of workers that
+    /// did not exit in time (through their stealers).
+    fn drain_queues(&self) {
         loop {
             let mut dropped_any = false;
             while let Some(runnable) = steal_one(|| self.injector.steal()) {
                 drop(runnable);
                 dropped_any = true;
             }
-            // Deques of workers that did not exit in time: steal from them.
             for w in self.workers.iter() {
                 while let Some(runnable) = steal_one(|| w.stealer.steal()) {
                     drop(runnable);

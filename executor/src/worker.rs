@@ -61,6 +61,8 @@ pub(crate) struct WorkerThread {
     lifo: Cell<Option<Runnable>>,
     /// Consecutive runs from `lifo`, for `MAX_LIFO_POLLS`.
     lifo_polls: Cell<u32>,
+    /// Between `mark_blocked` and `mark_unblocked`.
+    marked_blocked: Cell<bool>,
 }
 
 impl WorkerThread {
@@ -130,10 +132,43 @@ impl WorkerThread {
         }
     }
 
+    /// `mark_blocked` (`blocked`) or `mark_unblocked` on this worker.
+    pub(crate) fn mark_blocked(&self, blocked: bool) {
+        let Some(deadlock) = self.registry.sleep.deadlock() else {
+            return;
+        };
+        if self.marked_blocked.replace(blocked) == blocked {
+            panic!(
+                "pool::{}() called twice on one worker without pool::{}() in between",
+                if blocked {
+                    "mark_blocked"
+                } else {
+                    "mark_unblocked"
+                },
+                if blocked {
+                    "mark_unblocked"
+                } else {
+                    "mark_blocked"
+                },
+            );
+        }
+        if blocked {
+            deadlock.mark_blocked();
+        } else {
+            deadlock.mark_unblocked();
+        }
+    }
+
     fn execute(&self, runnable: Runnable) {
         self.stats().bump_owned(|s| &s.polls, 1);
+        let was_marked = self.marked_blocked.get();
         // Panics of the task's future are caught inside `TaskFuture`.
         runnable.run();
+        if !was_marked && self.marked_blocked.get() {
+            // The poll marked the worker blocked and returned (panicked, or
+            // awaited) without unmarking: it is not blocked any more.
+            self.mark_blocked(false);
+        }
     }
 
     /// One search, in the order of the module invariants.
@@ -209,7 +244,7 @@ impl WorkerThread {
                 return;
             }
             // Idle: search in rounds, get sleepy, sleep.
-            let mut idle_state = sleep.start_looking(self.index);
+            let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             while !latch.probe() {
                 if let Some(r) = self.find_work() {
                     sleep.work_found();
@@ -248,6 +283,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         tick: Cell::new(0),
         lifo: Cell::new(None),
         lifo_polls: Cell::new(0),
+        marked_blocked: Cell::new(false),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));

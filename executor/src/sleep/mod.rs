@@ -23,6 +23,7 @@
 //!   awake and idle. Finding work wakes nobody.
 
 use crate::counters::{AtomicCounters, JobsEventCounter};
+use crate::deadlock::DeadlockDetector;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::sync::{fence, Condvar, Mutex, MutexGuard, Ordering};
@@ -70,6 +71,21 @@ impl SleepState {
         }
     }
 
+    /// `block`, but with the lock released while `before_wait` runs, after
+    /// the owner marked itself blocked. A waker that comes in between clears
+    /// the flag under the lock and the owner then does not wait: nothing is
+    /// lost. (`before_wait` may run user code that wakes this very owner.)
+    fn block_after(&self, mut is_blocked: MutexGuard<'_, bool>, before_wait: impl FnOnce()) {
+        debug_assert!(!*is_blocked);
+        *is_blocked = true;
+        drop(is_blocked);
+        before_wait();
+        let mut is_blocked = self.lock();
+        while *is_blocked {
+            is_blocked = self.condvar.wait(is_blocked);
+        }
+    }
+
     /// Any thread: wake the owner if it is blocked. True if it was.
     pub(crate) fn wake(&self) -> bool {
         self.wake_then(|| ())
@@ -94,6 +110,10 @@ impl SleepState {
 #[derive(Debug)]
 pub(crate) struct IdleState {
     worker_index: usize,
+    /// False while the worker is marked blocked (`mark_blocked`): deadlock
+    /// detection already counts it as not active, so its sleep changes
+    /// nothing there.
+    counts_as_active: bool,
     /// Fruitless search rounds so far in this idle period.
     rounds: u32,
     /// The JEC seen when this worker announced itself sleepy; `DUMMY` before.
@@ -120,25 +140,33 @@ impl IdleState {
 pub(crate) struct Sleep {
     counters: AtomicCounters,
     worker_sleep_states: Box<[CachePadded<SleepState>]>,
+    /// Present when the pool has a deadlock handler.
+    deadlock: Option<DeadlockDetector>,
 }
 
 impl Sleep {
-    pub(crate) fn new(workers: usize) -> Sleep {
+    pub(crate) fn new(workers: usize, deadlock: Option<DeadlockDetector>) -> Sleep {
         debug_assert!(workers <= crate::counters::THREADS_MAX);
         Sleep {
             counters: AtomicCounters::new(),
             worker_sleep_states: (0..workers)
                 .map(|_| CachePadded::new(SleepState::new()))
                 .collect(),
+            deadlock,
         }
+    }
+
+    pub(crate) fn deadlock(&self) -> Option<&DeadlockDetector> {
+        self.deadlock.as_ref()
     }
 
     /// A worker ran out of work and starts searching: it becomes inactive.
     #[inline]
-    pub(crate) fn start_looking(&self, worker_index: usize) -> IdleState {
+    pub(crate) fn start_looking(&self, worker_index: usize, counts_as_active: bool) -> IdleState {
         self.counters.add_inactive_thread();
         IdleState {
             worker_index,
+            counts_as_active,
             rounds: 0,
             jobs_counter: JobsEventCounter::DUMMY,
         }
@@ -240,7 +268,19 @@ impl Sleep {
             self.counters.sub_sleeping_thread();
         } else {
             stats.bump_owned(|s| &s.sleeps, 1);
-            sleep_state.block(is_blocked);
+            match self
+                .deadlock
+                .as_ref()
+                .filter(|_| idle_state.counts_as_active)
+            {
+                None => sleep_state.block(is_blocked),
+                Some(deadlock) => {
+                    // The handler may run here, and may post work that wakes
+                    // this very worker: so not under its sleep lock.
+                    sleep_state.block_after(is_blocked, || deadlock.worker_sleeping());
+                    deadlock.worker_awake();
+                }
+            }
         }
 
         idle_state.wake_fully();

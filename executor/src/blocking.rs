@@ -1,0 +1,233 @@
+//! The blocking pool: an elastic set of threads, owned by a pool, that run
+//! `spawn_blocking` closures and never a task.
+//!
+//! A closure becomes a task like any other (one `async_task` allocation, its
+//! panics caught, its handle a `JoinHandle`), whose future calls the closure
+//! on its first poll and whose schedule function pushes it onto this pool's
+//! FIFO queue instead of a worker's deque. So it can only ever run on a
+//! blocking thread.
+//!
+//! # Invariants
+//!
+//! * `threads` counts the blocking threads alive; it never exceeds
+//!   `max_threads`. `idle` counts those waiting on `condvar` that nobody has
+//!   notified yet; `notified` counts notifications not yet consumed. The
+//!   notifier moves a thread from `idle` to `notified`, so two closures
+//!   pushed back to back never count on the same idle thread.
+//! * Closures run in the order they were queued.
+//! * Once `shutdown` is set no queued closure starts; once `drained` is set
+//!   nothing is queued any more (a late closure is dropped at once, which
+//!   cancels it).
+
+use crate::registry::Registry;
+use crate::task::Runnable;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The settings of a blocking pool (from the `Builder`).
+#[derive(Clone, Debug)]
+pub(crate) struct BlockingConfig {
+    pub(crate) max_threads: usize,
+    pub(crate) keep_alive: Duration,
+    pub(crate) thread_name: String,
+    pub(crate) stack_size: Option<usize>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Runnable>,
+    threads: usize,
+    idle: usize,
+    notified: usize,
+    shutdown: bool,
+    drained: bool,
+    /// Names blocking threads `NAME-blocking-K`.
+    next_id: usize,
+    /// Threads not yet joined; a thread that exits on its own removes itself.
+    handles: HashMap<usize, thread::JoinHandle<()>>,
+}
+
+pub(crate) struct BlockingPool {
+    state: Mutex<State>,
+    /// Idle threads wait here for work.
+    condvar: Condvar,
+    /// Shutdown waits here for the last thread to exit.
+    exited: Condvar,
+    config: BlockingConfig,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(config: BlockingConfig) -> BlockingPool {
+        BlockingPool {
+            state: Mutex::new(State::default()),
+            condvar: Condvar::new(),
+            exited: Condvar::new(),
+            config,
+        }
+    }
+
+    /// Blocking threads alive now.
+    pub(crate) fn threads(&self) -> usize {
+        self.state.lock().threads
+    }
+
+    /// The schedule function of blocking tasks: queue the runnable, then
+    /// hand it to an idle thread or start a new one, up to the cap.
+    pub(crate) fn schedule(&self, registry: &Arc<Registry>, runnable: Runnable) {
+        let mut st = self.state.lock();
+        if st.drained {
+            // The pool is gone: cancel (dropping a runnable drops its future).
+            drop(st);
+            drop(runnable);
+            return;
+        }
+        st.queue.push_back(runnable);
+        if st.shutdown {
+            return; // shutdown drains the queue
+        }
+        if st.idle > 0 {
+            st.idle -= 1;
+            st.notified += 1;
+            self.condvar.notify_one();
+            return;
+        }
+        if st.threads == self.config.max_threads {
+            return; // the closure waits its turn
+        }
+        let id = st.next_id;
+        let mut builder =
+            thread::Builder::new().name(format!("{}-blocking-{id}", self.config.thread_name));
+        if let Some(bytes) = self.config.stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        let r = Arc::clone(registry);
+        match builder.spawn(move || r.blocking.run_thread(&r, id)) {
+            Ok(handle) => {
+                st.next_id += 1;
+                st.threads += 1;
+                st.handles.insert(id, handle);
+            }
+            Err(_) if st.threads == 0 => {
+                // No thread can run it, now or later: cancel it rather than
+                // leave its handle waiting forever.
+                let runnable = st.queue.pop_back();
+                drop(st);
+                drop(runnable);
+            }
+            Err(_) => {} // a running thread will get to it
+        }
+    }
+
+    /// The body of one blocking thread.
+    fn run_thread(&self, registry: &Arc<Registry>, id: usize) {
+        let _current = crate::pool::enter_blocking_thread(registry);
+        let mut st = self.state.lock();
+        'work: loop {
+            while !st.shutdown {
+                let Some(runnable) = st.queue.pop_front() else {
+                    break;
+                };
+                drop(st);
+                // Panics of the closure are caught inside `TaskFuture`.
+                runnable.run();
+                st = self.state.lock();
+            }
+            if st.shutdown {
+                break;
+            }
+            st.idle += 1;
+            loop {
+                let timed_out = self
+                    .condvar
+                    .wait_for(&mut st, self.config.keep_alive)
+                    .timed_out();
+                if st.notified > 0 {
+                    st.notified -= 1;
+                    continue 'work;
+                }
+                if st.shutdown || timed_out {
+                    st.idle -= 1;
+                    if !st.shutdown {
+                        // Idle for the keep-alive: leave, detached.
+                        st.handles.remove(&id);
+                    }
+                    break 'work;
+                }
+                // A spurious wakeup: keep waiting.
+            }
+        }
+        st.threads -= 1;
+        if st.threads == 0 {
+            self.exited.notify_all();
+        }
+    }
+
+    /// Shutdown, step 1: no queued closure starts any more.
+    pub(crate) fn begin_shutdown(&self) {
+        self.state.lock().shutdown = true;
+        self.condvar.notify_all();
+    }
+
+    /// Shutdown, step 2: wait (until `deadline`, if any) for the running
+    /// closures to return, and join the threads that exited.
+    pub(crate) fn wait_for_threads(&self, deadline: Option<Instant>) {
+        let mut st = self.state.lock();
+        while st.threads > 0 {
+            match deadline {
+                None => self.exited.wait(&mut st),
+                Some(d) => {
+                    if self.exited.wait_until(&mut st, d).timed_out() {
+                        break;
+                    }
+                }
+            }
+        }
+        let all_exited = st.threads == 0;
+        let handles: Vec<_> = st.handles.drain().map(|(_, h)| h).collect();
+        drop(st);
+        let me = thread::current().id();
+        for h in handles {
+            // A closure still running past the deadline keeps its thread,
+            // detached.
+            if h.thread().id() != me && (all_exited || h.is_finished()) {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Shutdown, step 3: take every closure that never started.
+    pub(crate) fn drain(&self) -> VecDeque<Runnable> {
+        let mut st = self.state.lock();
+        st.drained = true;
+        std::mem::take(&mut st.queue)
+    }
+}
+
+/// The future of a blocking task: calls the closure on its first poll.
+pub(crate) struct BlockingTask<F>(Option<F>);
+
+impl<F> BlockingTask<F> {
+    pub(crate) fn new(f: F) -> Self {
+        BlockingTask(Some(f))
+    }
+}
+
+impl<F> Unpin for BlockingTask<F> {}
+
+impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
+    type Output = R;
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
+        let f = self
+            .0
+            .take()
+            .expect("a blocking task is polled once: it completes on its first poll");
+        Poll::Ready(f())
+    }
+}

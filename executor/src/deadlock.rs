@@ -1,0 +1,143 @@
+//! Deadlock detection: Rayon's `mark_blocked` / `mark_unblocked` and the
+//! deadlock handler (Rayon's earlier sleep README, "Deadlock detection").
+//!
+//! The pool counts its workers as *active* or *blocked* under one mutex
+//! (`SleepData`). A worker is active unless it sleeps on its condvar or is
+//! inside a `mark_blocked()` / `mark_unblocked()` pair. When a change leaves
+//! no worker active and at least one blocked, nothing in the pool can make
+//! progress on its own: the handler is called, once per such event.
+//!
+//! # Invariants
+//!
+//! * `active + blocked + sleeping workers == worker_count` at every moment
+//!   the lock is free (sleeping workers are the rest).
+//! * The handler runs on the thread whose change caused the event, while the
+//!   lock is held (as in Rayon): a handler that called `mark_blocked` or
+//!   `mark_unblocked` would deadlock on that lock, so those calls panic with
+//!   a message instead (`IN_HANDLER`).
+//! * A panic of the handler never unwinds through the sleep protocol: it is
+//!   caught, and passed on only to a `mark_blocked` caller (user code).
+//! * Only pools built with a handler keep these counts; others pay nothing.
+
+use parking_lot::Mutex;
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The user's deadlock handler.
+pub(crate) type Handler = Arc<dyn Fn() + Send + Sync + 'static>;
+
+thread_local! {
+    /// True while this thread runs a deadlock handler.
+    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The counts of the seed's `SleepData`.
+#[derive(Debug)]
+struct SleepData {
+    worker_count: usize,
+    active_threads: usize,
+    blocked_threads: usize,
+}
+
+pub(crate) struct DeadlockDetector {
+    data: Mutex<SleepData>,
+    handler: Handler,
+    /// Times the handler was called (`Metrics::deadlocks`).
+    events: AtomicU64,
+}
+
+impl DeadlockDetector {
+    pub(crate) fn new(worker_count: usize, handler: Handler) -> DeadlockDetector {
+        DeadlockDetector {
+            data: Mutex::new(SleepData {
+                worker_count,
+                active_threads: worker_count,
+                blocked_threads: 0,
+            }),
+            handler,
+            events: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// A worker is about to block in user code.
+    pub(crate) fn mark_blocked(&self) {
+        let mut data = self.data.lock();
+        debug_assert!(data.active_threads > 0, "{data:?}");
+        data.active_threads -= 1;
+        data.blocked_threads += 1;
+        let panic = self.check(&data);
+        drop(data);
+        if let Some(payload) = panic {
+            resume_unwind(payload);
+        }
+    }
+
+    /// A worker stopped blocking in user code.
+    pub(crate) fn mark_unblocked(&self) {
+        let mut data = self.data.lock();
+        debug_assert!(data.blocked_threads > 0, "{data:?}");
+        data.blocked_threads -= 1;
+        data.active_threads += 1;
+    }
+
+    /// A worker is about to block on its condvar (it is committed to it).
+    pub(crate) fn worker_sleeping(&self) {
+        let mut data = self.data.lock();
+        debug_assert!(data.active_threads > 0, "{data:?}");
+        data.active_threads -= 1;
+        // A handler's panic was already reported by the panic hook; the
+        // sleeping worker has nobody to pass it to.
+        drop(self.check(&data));
+    }
+
+    /// A worker woke from its condvar.
+    pub(crate) fn worker_awake(&self) {
+        let mut data = self.data.lock();
+        data.active_threads += 1;
+        debug_assert!(
+            data.active_threads + data.blocked_threads <= data.worker_count,
+            "{data:?}"
+        );
+    }
+
+    /// Call the handler if no worker is active and one is blocked. Returns
+    /// the handler's panic, if it panicked.
+    fn check(&self, data: &SleepData) -> Option<Box<dyn Any + Send>> {
+        if data.active_threads != 0 || data.blocked_threads == 0 {
+            return None;
+        }
+        self.events.fetch_add(1, Ordering::Relaxed);
+        IN_HANDLER.with(|h| h.set(true));
+        let result = catch_unwind(AssertUnwindSafe(|| (self.handler)()));
+        IN_HANDLER.with(|h| h.set(false));
+        result.err()
+    }
+}
+
+/// Panic if this thread is running a deadlock handler: `what` would lock the
+/// state the handler already holds.
+pub(crate) fn forbid_in_handler(what: &str) {
+    if IN_HANDLER.with(Cell::get) {
+        panic!(
+            "pool::{what}() called from the deadlock handler: the handler runs while the \
+             pool's deadlock state is locked, so it must not call mark_blocked() or \
+             mark_unblocked(); unblock the waiting worker instead (send it a message)"
+        );
+    }
+}
+
+impl std::fmt::Debug for DeadlockDetector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeadlockDetector")
+            .field("data", &*self.data.lock())
+            .field("events", &self.events())
+            .finish_non_exhaustive()
+    }
+}
