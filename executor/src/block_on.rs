@@ -25,6 +25,7 @@
 use crate::latch::{CoreLatch, ThreadLatch};
 use crate::registry::Registry;
 use crate::worker::WorkerThread;
+#[cfg(not(loom))]
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::pin;
@@ -109,14 +110,19 @@ impl Wake for Signal {
     }
 }
 
+// Under loom, model threads share one OS thread and so its thread-locals:
+// there is no cache there, and each `block_on` makes its own signal.
+#[cfg(not(loom))]
 thread_local! {
     /// This thread's signal, while no `block_on` borrows it.
     static CACHED: Cell<Option<Arc<Signal>>> = const { Cell::new(None) };
 }
 
 /// Gives the borrowed signal back to the thread's cache, also on a panic.
+#[cfg(not(loom))]
 struct Lend(Option<Arc<Signal>>);
 
+#[cfg(not(loom))]
 impl Drop for Lend {
     fn drop(&mut self) {
         let signal = self.0.take();
@@ -132,10 +138,14 @@ impl Drop for Lend {
 
 /// Run `future` to completion on this thread.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    let signal = CACHED
-        .with(Cell::take)
+    #[cfg(not(loom))]
+    let cached = CACHED.with(Cell::take);
+    #[cfg(loom)]
+    let cached: Option<Arc<Signal>> = None;
+    let signal = cached
         .filter(|s| s.fits_current_thread())
         .unwrap_or_else(Signal::for_current_thread);
+    #[cfg(not(loom))]
     let lend = Lend(Some(Arc::clone(&signal)));
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);
@@ -147,6 +157,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
         }
         signal.wait();
     };
+    #[cfg(not(loom))]
     drop(lend);
     output
 }

@@ -65,6 +65,9 @@ mod sync;
 mod task;
 mod worker;
 
+#[cfg(all(test, loom))]
+mod models;
+
 pub use builder::Builder;
 pub use metrics::Metrics;
 pub use pool::{Handle, Pool};

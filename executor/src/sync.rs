@@ -21,6 +21,18 @@ pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Or
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+/// What an idle worker does between search rounds: a scheduling hint.
+#[cfg(not(loom))]
+pub(crate) use std::thread::yield_now;
+
+/// Under loom, nothing. A hint has no effect on memory, but loom's
+/// `yield_now` does: after it, loom stops letting a thread read values it
+/// read before (its way of making spin loops progress), which would hide
+/// exactly the stale reads of the queues that the fences exist for. The idle
+/// loop is bounded (one round under loom), so it needs no help to progress.
+#[cfg(loom)]
+pub(crate) fn yield_now() {}
+
 #[cfg(not(loom))]
 mod imp {
     pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;

@@ -26,9 +26,8 @@ use crate::counters::{AtomicCounters, JobsEventCounter};
 use crate::deadlock::DeadlockDetector;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
-use crate::sync::{fence, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, yield_now, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
-use std::thread;
 
 /// Rounds of fruitless search (each followed by a `thread::yield_now`)
 /// before a worker announces itself sleepy. Rayon and Blitz use 32.
@@ -156,6 +155,12 @@ impl Sleep {
         }
     }
 
+    /// The counters as they are now, for the loom models' final checks.
+    #[cfg(all(test, loom))]
+    pub(crate) fn counters_for_test(&self) -> crate::counters::Counters {
+        self.counters.load(Ordering::SeqCst)
+    }
+
     pub(crate) fn deadlock(&self) -> Option<&DeadlockDetector> {
         self.deadlock.as_ref()
     }
@@ -193,12 +198,12 @@ impl Sleep {
         has_injected_jobs: impl FnOnce() -> bool,
     ) {
         if idle_state.rounds < ROUNDS_UNTIL_SLEEPY {
-            thread::yield_now();
+            yield_now();
             idle_state.rounds += 1;
         } else if idle_state.rounds == ROUNDS_UNTIL_SLEEPY {
             idle_state.jobs_counter = self.announce_sleepy();
             idle_state.rounds += 1;
-            thread::yield_now();
+            yield_now();
         } else {
             debug_assert_eq!(idle_state.rounds, ROUNDS_UNTIL_SLEEPING);
             self.sleep(idle_state, latch, stats, has_injected_jobs);
@@ -260,6 +265,7 @@ impl Sleep {
         // fences each side could read a stale value and the job would sit in
         // the injector while every worker sleeps. See README.md, "Proof
         // sketch".
+        #[cfg(not(pool_loom_skip_sleeper_fence))]
         fence(Ordering::SeqCst);
 
         // The final injector check. Internal jobs need no such check: their
@@ -300,6 +306,7 @@ impl Sleep {
     pub(crate) fn new_injected_jobs(&self, num_jobs: usize) -> usize {
         // Fence #1 (the poster's): orders the injector push before the read
         // of the counters in `new_jobs`; pairs with fence #2 in `sleep`.
+        #[cfg(not(pool_loom_skip_poster_fence))]
         fence(Ordering::SeqCst);
         self.new_jobs(num_jobs)
     }

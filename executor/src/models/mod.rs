@@ -1,0 +1,69 @@
+//! Loom models of the sleep protocol, the latches and `block_on`.
+//!
+//! Built only under `--cfg loom`, where `crate::sync` is loom's: every
+//! atomic, fence, lock and condvar of the protocol code below is explored
+//! interleaving by interleaving. Run them with
+//!
+//! ```text
+//! scripts/loom            # every model, then the teeth check
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p pool --release --lib models -- --nocapture
+//! ```
+//!
+//! Each model prints how many interleavings it explored. A lost wakeup shows
+//! as loom's "deadlock" panic: a thread blocked forever with nobody left to
+//! wake it.
+//!
+//! The queues are modelled by loom atomics written with `Release` and read
+//! with `Acquire` (weaker than crossbeam's, which the protocol must not rely
+//! on), so the fences are what the models check. `--cfg
+//! pool_loom_skip_poster_fence` or `--cfg pool_loom_skip_sleeper_fence`
+//! remove one fence; `scripts/loom` then requires loom to find the lost
+//! wakeup in `injected_job_while_the_worker_falls_asleep_is_never_lost` (a
+//! loom deadlock aborts the process, so it is checked from outside).
+
+mod block_on;
+mod counters;
+mod latch;
+mod sleep;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts the interleavings a model explores, and reports them when dropped.
+pub(super) struct Explored {
+    name: &'static str,
+    count: &'static AtomicUsize,
+}
+
+impl Explored {
+    pub(super) fn new(name: &'static str, count: &'static AtomicUsize) -> Self {
+        count.store(0, Ordering::Relaxed);
+        Explored { name, count }
+    }
+}
+
+impl Drop for Explored {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            eprintln!(
+                "loom model {}: {} interleavings explored",
+                self.name,
+                self.count.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+/// Run `f` as a loom model named `name`, counting its interleavings.
+pub(super) fn model(
+    name: &'static str,
+    count: &'static AtomicUsize,
+    f: impl Fn() + Sync + Send + 'static,
+) {
+    let explored = Explored::new(name, count);
+    loom::model(move || {
+        count.fetch_add(1, Ordering::Relaxed);
+        f();
+    });
+    drop(explored);
+}

@@ -1,0 +1,201 @@
+//! The sleep protocol: a worker getting sleepy and falling asleep while work
+//! is posted, from a worker (internal job) or from outside (injected job),
+//! and while the pool shuts down.
+
+use crate::latch::CoreLatch;
+use crate::metrics::WorkerStats;
+use crate::sleep::Sleep;
+use crate::sync::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+/// A queue of at most one job, modelled as a flag: pushed with `Release`,
+/// looked at with `Acquire` (a look may see an old, empty, value) and taken
+/// with a swap.
+struct Queue(AtomicUsize);
+
+impl Queue {
+    fn new() -> Self {
+        Queue(AtomicUsize::new(0))
+    }
+
+    fn push(&self) {
+        self.0.store(1, Ordering::Release);
+    }
+
+    fn has_job(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 1
+    }
+
+    /// A search: look, and take what is seen.
+    fn take(&self) -> bool {
+        self.has_job() && self.0.swap(0, Ordering::AcqRel) == 1
+    }
+}
+
+/// The idle phase of `WorkerThread::wait_until`, with the real `Sleep`:
+/// search, count a fruitless round, get sleepy, sleep. Returns whether this
+/// worker found the job (else its latch was set).
+fn idle_worker(
+    sleep: &Sleep,
+    index: usize,
+    latch: &CoreLatch,
+    queues: &[&Queue],
+    injector: &Queue,
+) -> bool {
+    let stats = WorkerStats::default();
+    let mut idle_state = sleep.start_looking(index, true);
+    while !latch.probe() {
+        if queues.iter().any(|q| q.take()) || injector.take() {
+            sleep.work_found();
+            return true;
+        }
+        sleep.no_work_found(&mut idle_state, latch, &stats, || injector.has_job());
+    }
+    sleep.work_found();
+    false
+}
+
+/// Make the JEC odd, as after earlier work: the case where a poster only
+/// reads the counters, so only the fences order it against a sleeper.
+fn after_earlier_work(sleep: &Sleep) {
+    sleep.new_internal_jobs(1);
+}
+
+fn assert_counters_at_rest(sleep: &Sleep) {
+    let c = sleep.counters_for_test();
+    assert_eq!(c.sleeping_threads(), 0, "{c:?}");
+    assert_eq!(c.inactive_threads(), 0, "{c:?}");
+}
+
+fn injected_job_model(earlier_work: bool) {
+    let sleep = Arc::new(Sleep::new(1, None));
+    if earlier_work {
+        after_earlier_work(&sleep);
+    }
+    let injector = Arc::new(Queue::new());
+    let worker = {
+        let (sleep, injector) = (sleep.clone(), injector.clone());
+        thread::spawn(move || {
+            let terminate = CoreLatch::new(); // never set: only the job ends it
+            idle_worker(&sleep, 0, &terminate, &[], &injector)
+        })
+    };
+    // This thread is no worker: it injects and goes on; it never runs jobs.
+    injector.push();
+    sleep.new_injected_jobs(1);
+    // If the job were lost, the worker would sleep forever: loom reports a
+    // deadlock.
+    assert!(
+        worker.join().unwrap(),
+        "the worker ends only by finding the job"
+    );
+    assert_counters_at_rest(&sleep);
+}
+
+/// The teeth check: `scripts/loom` runs this model with each fence removed
+/// and requires loom to report the deadlock.
+#[test]
+fn injected_job_while_the_worker_falls_asleep_is_never_lost() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_injected_jec_odd", &N, || injected_job_model(true));
+}
+
+#[test]
+fn injected_job_onto_a_fresh_pool_is_never_lost() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_injected_jec_even", &N, || injected_job_model(false));
+}
+
+#[test]
+fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_internal", &N, || {
+        let sleep = Arc::new(Sleep::new(2, None));
+        after_earlier_work(&sleep);
+        let deque = Arc::new(Queue::new()); // worker 1's own deque
+        let injector = Arc::new(Queue::new());
+        let terminate = Arc::new(CoreLatch::new()); // worker 0's
+        let sleeper = {
+            let (sleep, deque, injector, terminate) = (
+                sleep.clone(),
+                deque.clone(),
+                injector.clone(),
+                terminate.clone(),
+            );
+            thread::spawn(move || idle_worker(&sleep, 0, &terminate, &[&deque], &injector))
+        };
+        // This thread is worker 1: it pushes onto its own deque, posts the job
+        // (no fence) and, being awake, then looks at its own deque.
+        deque.push();
+        let woken = sleep.new_internal_jobs(1);
+        let poster_ran_it = deque.0.swap(0, Ordering::AcqRel) == 1;
+        // Then the pool shuts down, as in `Registry::terminate`.
+        if terminate.set() {
+            sleep.wake_specific_thread(0);
+        }
+        let sleeper_ran_it = sleeper.join().unwrap();
+        assert!(
+            poster_ran_it != sleeper_ran_it,
+            "the job ran {} times",
+            u8::from(poster_ran_it) + u8::from(sleeper_ran_it)
+        );
+        assert!(woken <= 1, "one job woke {woken} workers");
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+#[test]
+fn shutdown_racing_a_worker_falling_asleep_always_ends_it() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_shutdown", &N, || {
+        let sleep = Arc::new(Sleep::new(1, None));
+        let terminate = Arc::new(CoreLatch::new());
+        let injector = Arc::new(Queue::new());
+        let worker = {
+            let (sleep, terminate, injector) = (sleep.clone(), terminate.clone(), injector.clone());
+            thread::spawn(move || idle_worker(&sleep, 0, &terminate, &[], &injector))
+        };
+        // `Registry::terminate`: set the latch; wake the worker if it sleeps.
+        if terminate.set() {
+            sleep.wake_specific_thread(0);
+        }
+        assert!(!worker.join().unwrap(), "there was no job to find");
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+#[test]
+fn two_sleepers_one_injected_job_wakes_at_most_one_and_is_found() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_two_workers_one_job", &N, || {
+        let sleep = Arc::new(Sleep::new(2, None));
+        after_earlier_work(&sleep);
+        let injector = Arc::new(Queue::new());
+        let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let (sleep, injector, latches) = (sleep.clone(), injector.clone(), latches.clone());
+                thread::spawn(move || idle_worker(&sleep, i, &latches[i], &[], &injector))
+            })
+            .collect();
+        injector.push();
+        let woken = sleep.new_injected_jobs(1);
+        assert!(woken <= 1, "one job woke {woken} workers");
+        // Wait until the job is taken (by whichever worker), then stop both.
+        while injector.has_job() {
+            thread::yield_now();
+        }
+        for (i, latch) in latches.iter().enumerate() {
+            if latch.set() {
+                sleep.wake_specific_thread(i);
+            }
+        }
+        let found: usize = workers
+            .into_iter()
+            .map(|w| usize::from(w.join().unwrap()))
+            .sum();
+        assert_eq!(found, 1);
+        assert_counters_at_rest(&sleep);
+    });
+}

@@ -1,0 +1,145 @@
+//! Scenarios for the leak check (`scripts/leak-check` runs this binary under
+//! valgrind and requires zero bytes definitely lost). Each also asserts its
+//! behaviour, so the file is a normal test too; it has no tight timing, so it
+//! passes at valgrind's speed.
+
+use pool::Builder;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use tests::{watchdog, DropCounter};
+
+/// Generous: valgrind runs code many times slower.
+const LIMIT_SECS: u64 = 300;
+
+#[test]
+fn shutdown_with_pending_queued_and_running_tasks() {
+    watchdog("leaks: shutdown with pending tasks", LIMIT_SECS, || {
+        let drops = DropCounter::new();
+        let p = Builder::new().worker_threads(2).build().unwrap();
+        let mut handles = Vec::new();
+        for i in 0..200 {
+            let t = drops.track();
+            handles.push(p.spawn(async move {
+                let _t = t;
+                if i % 2 == 0 {
+                    std::future::pending::<()>().await;
+                }
+                pool::yield_now().await;
+            }));
+        }
+        let (_keep_tx, rx) = futures::channel::oneshot::channel::<()>();
+        let t = drops.track();
+        handles.push(p.spawn(async move {
+            let _t = t;
+            let _ = rx.await;
+        }));
+        drop(p);
+        assert_eq!(drops.drops(), 201);
+        for h in handles {
+            let _ = pool::block_on(h);
+        }
+    });
+}
+
+#[test]
+fn aborted_tasks() {
+    watchdog("leaks: aborted tasks", LIMIT_SECS, || {
+        let drops = DropCounter::new();
+        let p = Builder::new().worker_threads(2).build().unwrap();
+        let handles: Vec<_> = (0..100)
+            .map(|_| {
+                let t = drops.track();
+                p.spawn(async move {
+                    let _t = t;
+                    std::future::pending::<()>().await
+                })
+            })
+            .collect();
+        for h in &handles {
+            h.abort();
+        }
+        for h in handles {
+            assert!(p.block_on(h).unwrap_err().is_cancelled());
+        }
+        assert_eq!(drops.drops(), 100);
+    });
+}
+
+#[test]
+fn panicking_tasks_and_closures() {
+    watchdog("leaks: panicking tasks", LIMIT_SECS, || {
+        let p = Builder::new().worker_threads(2).build().unwrap();
+        for i in 0..20 {
+            let payload = vec![i; 100];
+            let err = p
+                .block_on(p.spawn(async move {
+                    let _owned = payload;
+                    panic!("task {i} panics");
+                }))
+                .unwrap_err();
+            assert!(err.is_panic());
+            drop(err.into_panic());
+            let err = p.block_on(p.spawn_blocking(move || panic!("closure {i} panics")));
+            assert!(err.unwrap_err().is_panic());
+        }
+    });
+}
+
+#[test]
+fn detached_tasks_and_dropped_handles() {
+    watchdog("leaks: detached tasks", LIMIT_SECS, || {
+        let p = Builder::new().worker_threads(2).build().unwrap();
+        let (tx, rx) = mpsc::channel();
+        for i in 0..100 {
+            let tx = tx.clone();
+            drop(p.spawn(async move { tx.send(i).unwrap() }));
+        }
+        drop(tx);
+        assert_eq!(rx.iter().count(), 100);
+        // Outputs nobody awaits are dropped with their tasks.
+        let outputs = Arc::new(AtomicUsize::new(0));
+        for _ in 0..50 {
+            let o = outputs.clone();
+            drop(p.spawn(async move { Box::new(o.fetch_add(1, Ordering::SeqCst)) }));
+        }
+    });
+}
+
+#[test]
+fn queued_blocking_closures_cancelled_at_shutdown() {
+    watchdog("leaks: queued blocking closures", LIMIT_SECS, || {
+        let p = Builder::new()
+            .worker_threads(1)
+            .max_blocking_threads(1)
+            .build()
+            .unwrap();
+        let (tx, rx) = mpsc::channel::<()>();
+        let busy = p.spawn_blocking(move || {
+            let _ = rx.recv();
+        });
+        let queued: Vec<_> = (0..10)
+            .map(|i| p.spawn_blocking(move || vec![i; 10]))
+            .collect();
+        drop(tx);
+        drop(p);
+        let _ = pool::block_on(busy);
+        for h in queued {
+            let _ = pool::block_on(h);
+        }
+    });
+}
+
+#[test]
+fn block_on_and_pools_in_a_loop() {
+    watchdog("leaks: pool churn", LIMIT_SECS, || {
+        for i in 0..10 {
+            let p = Builder::new().worker_threads(1 + i % 3).build().unwrap();
+            let v = p.block_on(async move {
+                let inner = pool::spawn(async move { pool::block_on(async move { i * 2 }) });
+                inner.await.unwrap()
+            });
+            assert_eq!(v, i * 2);
+            drop(p.spawn(std::future::pending::<()>()));
+        }
+    });
+}
