@@ -33,6 +33,11 @@ enum Entry {
 /// The end of the free list.
 const NONE: usize = usize::MAX;
 
+/// Keys per shard: a slot packs its key in 32 bits (`Slot::pack`). A shard
+/// this full refuses the task (it is cancelled), which no real program meets:
+/// it takes four billion live tasks on one worker.
+const MAX_KEYS: usize = u32::MAX as usize - 1;
+
 #[derive(Debug)]
 struct Shard {
     entries: Vec<Entry>,
@@ -45,6 +50,22 @@ struct Shard {
 pub(crate) struct Slot {
     pub(crate) shard: usize,
     pub(crate) key: usize,
+}
+
+impl Slot {
+    /// The slot packed in a `u64` (shard in bits 32..63, key in 0..32), so a
+    /// task header keeps it in one atomic word whose top bit stays free.
+    pub(crate) fn pack(self) -> u64 {
+        debug_assert!(self.shard < (u32::MAX >> 1) as usize && self.key < u32::MAX as usize);
+        ((self.shard as u64) << 32) | self.key as u64
+    }
+
+    pub(crate) fn unpack(word: u64) -> Slot {
+        Slot {
+            shard: (word >> 32) as usize,
+            key: (word & u64::from(u32::MAX)) as usize,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -75,7 +96,7 @@ impl OwnedTasks {
     pub(crate) fn insert(&self, hint: usize, waker: Waker) -> Option<Slot> {
         let shard_index = hint & (self.shards.len() - 1);
         let mut shard = self.shards[shard_index].lock();
-        if shard.closed {
+        if shard.closed || shard.entries.len() >= MAX_KEYS {
             drop(shard);
             drop(waker);
             return None;

@@ -137,12 +137,7 @@ impl Registry {
                 crate::worker::random_shard_hint()
             }
         };
-        let registry = Arc::clone(self);
-        self.spawn_with(
-            future,
-            move |runnable: Runnable, info: ScheduleInfo| registry.schedule(runnable, info),
-            shard_hint,
-        )
+        self.spawn_with(future, schedule_task, shard_hint)
     }
 
     /// Run `f` on this pool's blocking threads.
@@ -151,34 +146,36 @@ impl Registry {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let registry = Arc::clone(self);
         self.spawn_with(
             BlockingTask::new(f),
-            move |runnable: Runnable, _: ScheduleInfo| {
-                registry.blocking.schedule(&registry, runnable)
-            },
+            schedule_blocking,
             crate::worker::random_shard_hint(),
         )
     }
 
     /// Make a task of `future` whose runnable goes to `schedule`, register
-    /// it as live, and schedule it once.
-    fn spawn_with<F, S>(&self, future: F, schedule: S, shard_hint: usize) -> JoinHandle<F::Output>
+    /// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
+    /// so it costs the task no bytes.
+    fn spawn_with<F, S>(
+        self: &Arc<Self>,
+        future: F,
+        schedule: S,
+        shard_hint: usize,
+    ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
         S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
     {
-        let builder = async_task::Builder::new().metadata(TaskHeader::new(self));
+        let builder = async_task::Builder::new().metadata(TaskHeader::new(Arc::clone(self)));
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
         // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
         //   because `TaskHeader: Sync`), so the `Runnable` may move between
         //   threads;
         // - it is not `'static` only because it borrows the task's own
         //   metadata, which async-task allows; it borrows nothing else;
-        // - the schedule function is `Send + Sync + 'static` (both callers
-        //   pass one that owns an `Arc<Registry>`, which the header's
-        //   pointer relies on), so wakers may be used and dropped anywhere.
+        // - the schedule function is `Send + Sync + 'static` (a fn item), so
+        //   wakers may be used and dropped anywhere.
         let (runnable, task) = unsafe {
             builder.spawn_unchecked(
                 move |header: &TaskHeader| TaskFuture::new(future, header),
@@ -201,14 +198,6 @@ impl Registry {
         }
         runnable.schedule();
         handle
-    }
-
-    /// The schedule function of every task of this pool.
-    fn schedule(&self, runnable: Runnable, info: ScheduleInfo) {
-        match self.local_worker() {
-            Some(worker) => worker.schedule_local(runnable, info),
-            None => self.inject(runnable),
-        }
     }
 
     /// Push a runnable from a thread that is not a worker of this pool.
@@ -334,6 +323,29 @@ impl Registry {
             }
         }
     }
+}
+
+/// The schedule function of every task (`spawn`). It captures nothing, and
+/// so must not rely on the task's own `Arc<Registry>` once it has handed the
+/// runnable on: a worker may run it to completion and free it at once
+/// (async-task keeps a zero-sized schedule function's task alive only for
+/// the caller's reference, which a by-value wake moves into the runnable).
+/// So the registry it works with after the hand-off is kept alive by its own
+/// reference: the worker's, or a clone.
+fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
+    let registry = Arc::as_ptr(&runnable.metadata().registry);
+    match WorkerThread::current().filter(|w| std::ptr::eq(Arc::as_ptr(w.registry()), registry)) {
+        Some(worker) => worker.schedule_local(runnable, info),
+        None => Arc::clone(&runnable.metadata().registry).inject(runnable),
+    }
+}
+
+/// The schedule function of blocking tasks (`spawn_blocking`): into the
+/// blocking pool's queue, never onto a worker. Keeps its own reference to the
+/// registry for the reason given at `schedule_task`.
+fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
+    let registry = Arc::clone(&runnable.metadata().registry);
+    registry.blocking.schedule(&registry, runnable);
 }
 
 /// Retry a steal until it gives a task or reports the queue empty.

@@ -1,20 +1,21 @@
 //! Tasks: what wraps a spawned future, and the handle that awaits it.
 //!
-//! A task is one `async_task` allocation holding the schedule function (which
-//! owns an `Arc<Registry>`), the [`TaskHeader`] metadata, and the future
+//! A task is one `async_task` allocation holding the [`TaskHeader`]
+//! metadata (which owns an `Arc<Registry>`), a schedule function that
+//! captures nothing (it finds the registry in the metadata), and the future
 //! wrapped in a [`TaskFuture`]. The wrapper catches panics, honours
 //! `JoinHandle::abort`, and takes the task out of the pool's registry of live
 //! tasks when the future is dropped.
 //!
 //! # Invariants
 //!
-//! * The header's registry pointer is valid for as long as anything can read
-//!   the header: the schedule function stored in the same allocation owns an
-//!   `Arc` of that registry, and `async_task` drops the schedule function only
-//!   when it frees the allocation, after the future (and its `Registration`)
-//!   is gone and after the last `Task`/`Runnable`/`Waker` reference.
+//! * The header lives as long as the task's allocation, so the `Arc` in it
+//!   keeps the registry alive for every reader of the header. (A schedule
+//!   function must not rely on it after handing the runnable on: see
+//!   `registry::schedule_task`.)
 //! * The header's slot is set once, before the task is first scheduled, so
 //!   every later reader (the future's drop, `abort`) sees it.
+//! * `JoinError` is one pointer wide: a task's output slot stays small.
 //! * The future is dropped exactly once, by `async_task`: when it completes,
 //!   when its `Runnable` is dropped (shutdown), or when it is cancelled.
 //! * A `JoinHandle` holds the task until it has returned its output; its
@@ -30,47 +31,62 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+
+/// The top bit of `TaskHeader::state`: the task was aborted.
+const ABORTED: u64 = 1 << 63;
+/// The slot bits of a task that is not registered (yet, or ever).
+const UNREGISTERED: u64 = !ABORTED;
 
 /// The per-task metadata, stored in the task's allocation.
 pub(crate) struct TaskHeader {
-    registry: NonNull<Registry>,
-    /// Where the task's waker is registered; set once before the first run.
-    slot: OnceLock<Slot>,
-    /// Set by `JoinHandle::abort`; the next poll ends the task.
-    aborted: AtomicBool,
+    pub(crate) registry: Arc<Registry>,
+    /// Where the task's waker is registered (`Slot::pack`, whose top bit is
+    /// always clear), or `UNREGISTERED`; set once, before the first run. Its top
+    /// bit, `ABORTED`, is set by `JoinHandle::abort`: the next poll ends the
+    /// task. One word for both keeps every task 8 bytes smaller.
+    state: AtomicU64,
 }
 
-// SAFETY: the header is shared between the threads that run, wake and await
-// the task. Its fields are atomics, a `OnceLock` and a pointer that is only
-// ever turned into `&Registry`; `Registry` is `Sync`, so sharing that
-// reference across threads is sound.
-unsafe impl Send for TaskHeader {}
-// SAFETY: as above.
-unsafe impl Sync for TaskHeader {}
-
 impl TaskHeader {
-    /// A header for a task whose schedule function owns an `Arc` of `registry`.
-    pub(crate) fn new(registry: &Registry) -> TaskHeader {
+    pub(crate) fn new(registry: Arc<Registry>) -> TaskHeader {
         TaskHeader {
-            registry: NonNull::from(registry),
-            slot: OnceLock::new(),
-            aborted: AtomicBool::new(false),
+            registry,
+            state: AtomicU64::new(UNREGISTERED),
         }
     }
 
     pub(crate) fn registry(&self) -> &Registry {
-        // SAFETY: the module invariant: the schedule function in the same
-        // allocation owns an `Arc<Registry>` and outlives every reader of
-        // this header.
-        unsafe { self.registry.as_ref() }
+        &self.registry
     }
 
+    /// Record where the task is registered. `Release` pairs with the
+    /// `Acquire` of `slot`; the task is not yet scheduled, so no other thread
+    /// can read it before the runnable's hand-off anyway.
     pub(crate) fn set_slot(&self, slot: Slot) {
-        let set = self.slot.set(slot);
-        debug_assert!(set.is_ok(), "task registered twice");
+        let packed = slot.pack();
+        debug_assert_eq!(packed & ABORTED, 0);
+        // Keeps an `ABORTED` bit set meanwhile (none can be: the handle was
+        // not returned yet).
+        let old = self.state.fetch_and(packed | ABORTED, Ordering::Release);
+        debug_assert_eq!(old & !ABORTED, UNREGISTERED, "task registered twice");
+    }
+
+    fn slot(&self) -> Option<Slot> {
+        match self.state.load(Ordering::Acquire) & !ABORTED {
+            UNREGISTERED => None,
+            word => Some(Slot::unpack(word)),
+        }
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.state.load(Ordering::Acquire) & ABORTED != 0
+    }
+
+    fn abort(&self) {
+        self.state.fetch_or(ABORTED, Ordering::Release);
     }
 }
 
@@ -101,7 +117,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         let this = self.project();
         // `Acquire` is not needed for correctness (the flag carries no data)
         // but pairs with `abort`'s `Release` for a prompt, clear read.
-        if this.registration.header.aborted.load(Ordering::Acquire) {
+        if this.registration.header.is_aborted() {
             return Poll::Ready(Err(JoinError::cancelled()));
         }
         match catch_unwind(AssertUnwindSafe(|| this.future.poll(cx))) {
@@ -119,7 +135,7 @@ struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        if let Some(&slot) = self.header.slot.get() {
+        if let Some(slot) = self.header.slot() {
             self.header.registry().tasks.remove(slot);
         }
     }
@@ -196,8 +212,8 @@ impl<T> JoinHandle<T> {
             if self.task.as_ref().is_some_and(|t| t.is_finished()) {
                 return;
             }
-            header.aborted.store(true, Ordering::Release);
-            if let Some(&slot) = header.slot.get() {
+            header.abort();
+            if let Some(slot) = header.slot() {
                 header.registry().tasks.wake(slot);
             }
         }
@@ -268,15 +284,19 @@ pub struct JoinError {
     repr: Repr,
 }
 
+/// One pointer wide, so that a task's output slot (`Result<T, JoinError>`)
+/// costs little more than `T`.
 enum Repr {
     Cancelled,
-    Panic {
-        /// The payload, behind a lock only so that `JoinError` is `Sync`
-        /// (payloads are only `Send`); it is taken by `into_panic`.
-        payload: Mutex<Box<dyn Any + Send + 'static>>,
-        /// The panic message, when the payload is a string.
-        message: Option<String>,
-    },
+    Panic(Box<Panic>),
+}
+
+struct Panic {
+    /// The payload, behind a lock only so that `JoinError` is `Sync`
+    /// (payloads are only `Send`); it is taken by `into_panic`.
+    payload: Mutex<Box<dyn Any + Send + 'static>>,
+    /// The panic message, when the payload is a string.
+    message: Option<String>,
 }
 
 impl JoinError {
@@ -292,10 +312,10 @@ impl JoinError {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned());
         JoinError {
-            repr: Repr::Panic {
+            repr: Repr::Panic(Box::new(Panic {
                 payload: Mutex::new(payload),
                 message,
-            },
+            })),
         }
     }
 
@@ -307,7 +327,7 @@ impl JoinError {
 
     /// True if the task panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panic { .. })
+        matches!(self.repr, Repr::Panic(_))
     }
 
     /// The panic payload, to resume the panic elsewhere
@@ -319,7 +339,8 @@ impl JoinError {
     /// [`is_panic`](JoinError::is_panic) first.
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.repr {
-            Repr::Panic { payload, .. } => payload
+            Repr::Panic(panic) => panic
+                .payload
                 .into_inner()
                 .unwrap_or_else(|poisoned| poisoned.into_inner()),
             Repr::Cancelled => {
@@ -333,10 +354,10 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
             Repr::Cancelled => f.write_str("task was cancelled"),
-            Repr::Panic {
-                message: Some(m), ..
-            } => write!(f, "task panicked: {m}"),
-            Repr::Panic { message: None, .. } => f.write_str("task panicked"),
+            Repr::Panic(panic) => match &panic.message {
+                Some(m) => write!(f, "task panicked: {m}"),
+                None => f.write_str("task panicked"),
+            },
         }
     }
 }
@@ -345,12 +366,24 @@ impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
             Repr::Cancelled => f.write_str("JoinError::Cancelled"),
-            Repr::Panic { message, .. } => f
+            Repr::Panic(panic) => f
                 .debug_tuple("JoinError::Panic")
-                .field(&message.as_deref().unwrap_or("<non-string payload>"))
+                .field(&panic.message.as_deref().unwrap_or("<non-string payload>"))
                 .finish(),
         }
     }
 }
 
 impl std::error::Error for JoinError {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    #[test]
+    fn join_error_is_one_pointer_wide() {
+        assert_eq!(
+            std::mem::size_of::<super::JoinError>(),
+            std::mem::size_of::<usize>()
+        );
+        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 16);
+    }
+}

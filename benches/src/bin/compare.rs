@@ -1,0 +1,717 @@
+//! Runs every workload on pool, tokio and async-executor (plus the
+//! references) in one process, interleaved, with a fresh runtime per
+//! repetition, and prints a markdown table per workload with each figure's
+//! ratio to tokio.
+//!
+//! ```text
+//! cargo run --release -p benches --bin compare -- [--workers N] [--only a,b] [--reps N]
+//!     [--quick] [--json PATH] [--svg PATH] [--scale]
+//! ```
+
+use benches::exec::{AsyncExecutor, Exec, Local, Pool, Tokio};
+use benches::workloads as w;
+use benches::{median, percentile, process_cpu_time};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static ALLOC: benches::alloc::Counting = benches::alloc::Counting;
+
+/// Time a fresh runtime gets to settle (its workers to go idle) before a
+/// measurement starts.
+const SETTLE: Duration = Duration::from_millis(10);
+
+struct Args {
+    workers: usize,
+    only: Option<Vec<String>>,
+    reps: Option<usize>,
+    quick: bool,
+    json: Option<String>,
+    svg: Option<String>,
+    scale: bool,
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "compare: {problem}\nusage: compare [--workers N] [--only w1,w2] [--reps N] [--quick] \
+         [--json PATH] [--svg PATH] [--scale]\nworkloads: {}",
+        WORKLOADS.join(", ")
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        workers: 2,
+        only: None,
+        reps: None,
+        quick: false,
+        json: None,
+        svg: None,
+        scale: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{name} needs a value")))
+        };
+        match a.as_str() {
+            "--workers" => {
+                args.workers = value("--workers")
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| usage("--workers takes a positive integer"))
+            }
+            "--reps" => {
+                args.reps = Some(
+                    value("--reps")
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .unwrap_or_else(|| usage("--reps takes a positive integer")),
+                )
+            }
+            "--only" => {
+                let list: Vec<String> = value("--only").split(',').map(str::to_owned).collect();
+                for name in &list {
+                    if !WORKLOADS.contains(&name.as_str()) {
+                        usage(&format!("unknown workload {name:?}"));
+                    }
+                }
+                args.only = Some(list);
+            }
+            "--quick" => args.quick = true,
+            "--json" => args.json = Some(value("--json")),
+            "--svg" => args.svg = Some(value("--svg")),
+            "--scale" => args.scale = true,
+            "--task-memory-child" => {
+                let exec = value("--task-memory-child");
+                task_memory_child(&exec);
+                std::process::exit(0);
+            }
+            "--bench" => {} // passed by `cargo bench`
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    args
+}
+
+const WORKLOADS: [&str; 12] = [
+    "spawn_many_local",
+    "spawn_many_remote",
+    "yield_many",
+    "ping_pong",
+    "chained_spawn",
+    "fork_join",
+    "task_tree",
+    "bursty",
+    "idle_cpu",
+    "sparse_wake",
+    "sparse_wake_50",
+    "task_memory",
+];
+
+/// One measurement: wall and CPU time in milliseconds, and for sparse_wake
+/// the wake latencies' p50 and p99 in microseconds.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    wall_ms: f64,
+    cpu_ms: f64,
+    p50_us: f64,
+    p99_us: f64,
+    bytes_per_task: f64,
+}
+
+type Results = BTreeMap<&'static str, BTreeMap<&'static str, Vec<Sample>>>;
+
+fn timed<E: Exec>(workers: usize, name: &str, f: fn(&E) -> u64) -> Sample {
+    let e = E::start(workers);
+    std::thread::sleep(SETTLE);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let sum = f(&e);
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    drop(e);
+    if let Some(expected) = w::expected(name) {
+        assert_eq!(sum, expected, "{name} on {}: wrong checksum", E::NAME);
+    }
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        ..Sample::default()
+    }
+}
+
+fn idle<E: Exec>(workers: usize) -> Sample {
+    let e = E::start(workers);
+    // Let it finish starting and fall idle, then watch it do nothing.
+    std::thread::sleep(Duration::from_millis(50));
+    let c0 = process_cpu_time();
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = process_cpu_time() - c0;
+    drop(e);
+    Sample {
+        wall_ms: 500.0,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        ..Sample::default()
+    }
+}
+
+fn sparse<E: Exec>(workers: usize, receivers: usize) -> Sample {
+    let e = E::start(workers);
+    std::thread::sleep(SETTLE);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let mut lat = w::sparse_wake(&e, receivers);
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    drop(e);
+    assert_eq!(
+        lat.len() as u64,
+        w::SPARSE_MESSAGES,
+        "sparse_wake lost messages"
+    );
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        p50_us: percentile(&mut lat, 50.0),
+        p99_us: percentile(&mut lat, 99.0),
+        ..Sample::default()
+    }
+}
+
+fn rayon_timed(workers: usize, name: &str, f: fn(&rayon::ThreadPool) -> u64) -> Sample {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .expect("start rayon");
+    std::thread::sleep(SETTLE);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let sum = f(&pool);
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    drop(pool);
+    assert_eq!(
+        Some(sum),
+        w::expected(name),
+        "{name} on rayon: wrong checksum"
+    );
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        ..Sample::default()
+    }
+}
+
+/// In a child process with the counting allocator on: heap bytes per pending
+/// task, printed on stdout.
+fn task_memory_child(exec: &str) {
+    benches::alloc::start_counting();
+    fn measure<E: Exec>() -> f64 {
+        let e = E::start(2);
+        std::thread::sleep(SETTLE);
+        let mut handles = Vec::with_capacity(w::MEMORY_TASKS);
+        let before = benches::alloc::live_bytes();
+        for _ in 0..w::MEMORY_TASKS {
+            handles.push(e.spawn_outside(std::future::pending::<()>()));
+        }
+        // Let every task be polled once (and park).
+        std::thread::sleep(Duration::from_millis(100));
+        let after = benches::alloc::live_bytes();
+        let per_task = (after - before) as f64 / w::MEMORY_TASKS as f64;
+        drop(handles);
+        drop(e);
+        per_task
+    }
+    let bytes = match exec {
+        "pool" => measure::<Pool>(),
+        "tokio" => measure::<Tokio>(),
+        "async-executor" => measure::<AsyncExecutor>(),
+        other => usage(&format!("unknown executor {other:?}")),
+    };
+    println!("{bytes}");
+}
+
+fn task_memory(exec: &str) -> Sample {
+    let out = std::process::Command::new(std::env::current_exe().expect("own path"))
+        .args(["--task-memory-child", exec])
+        .output()
+        .expect("run the task_memory child");
+    assert!(out.status.success(), "task_memory child failed: {out:?}");
+    let bytes: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("task_memory child prints a number");
+    Sample {
+        bytes_per_task: bytes,
+        ..Sample::default()
+    }
+}
+
+/// An executor's name and a closure that takes one sample on it.
+type Contender = (&'static str, Box<dyn Fn() -> Sample>);
+
+/// The executors of a workload.
+fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
+    macro_rules! timed3 {
+        ($f:ident) => {{
+            let v: Vec<Contender> = vec![
+                (
+                    Pool::NAME,
+                    Box::new(move || timed::<Pool>(workers, name, w::$f::<Pool>)),
+                ),
+                (
+                    Tokio::NAME,
+                    Box::new(move || timed::<Tokio>(workers, name, w::$f::<Tokio>)),
+                ),
+                (
+                    AsyncExecutor::NAME,
+                    Box::new(move || timed::<AsyncExecutor>(workers, name, w::$f::<AsyncExecutor>)),
+                ),
+            ];
+            v
+        }};
+    }
+    let mut v = match name {
+        "spawn_many_local" => timed3!(spawn_many_local),
+        "spawn_many_remote" => timed3!(spawn_many_remote),
+        "yield_many" => timed3!(yield_many),
+        "ping_pong" => timed3!(ping_pong),
+        "chained_spawn" => timed3!(chained_spawn),
+        "fork_join" => timed3!(fork_join),
+        "task_tree" => timed3!(task_tree),
+        "bursty" => timed3!(bursty),
+        "idle_cpu" => vec![
+            (
+                Pool::NAME,
+                Box::new(move || idle::<Pool>(workers)) as Box<dyn Fn() -> Sample>,
+            ),
+            (Tokio::NAME, Box::new(move || idle::<Tokio>(workers))),
+            (
+                AsyncExecutor::NAME,
+                Box::new(move || idle::<AsyncExecutor>(workers)),
+            ),
+        ],
+        "sparse_wake" | "sparse_wake_50" => {
+            let n = if name == "sparse_wake" { 1 } else { 50 };
+            vec![
+                (
+                    Pool::NAME,
+                    Box::new(move || sparse::<Pool>(workers, n)) as Box<dyn Fn() -> Sample>,
+                ),
+                (Tokio::NAME, Box::new(move || sparse::<Tokio>(workers, n))),
+                (
+                    AsyncExecutor::NAME,
+                    Box::new(move || sparse::<AsyncExecutor>(workers, n)),
+                ),
+            ]
+        }
+        "task_memory" => vec![
+            (
+                Pool::NAME,
+                Box::new(|| task_memory("pool")) as Box<dyn Fn() -> Sample>,
+            ),
+            (Tokio::NAME, Box::new(|| task_memory("tokio"))),
+            (
+                AsyncExecutor::NAME,
+                Box::new(|| task_memory("async-executor")),
+            ),
+        ],
+        _ => unreachable!("checked in parse_args"),
+    };
+    // The references: the single-threaded floor, and rayon.
+    macro_rules! local {
+        ($f:ident) => {
+            v.push((
+                Local::NAME,
+                Box::new(move || timed::<Local>(1, name, w::$f::<Local>)),
+            ))
+        };
+    }
+    match name {
+        "spawn_many_local" => local!(spawn_many_local),
+        "yield_many" => local!(yield_many),
+        "ping_pong" => local!(ping_pong),
+        "chained_spawn" => local!(chained_spawn),
+        "fork_join" => {
+            local!(fork_join);
+            v.push((
+                "rayon",
+                Box::new(move || rayon_timed(workers, name, w::rayon_fork_join)),
+            ));
+        }
+        "task_tree" => {
+            local!(task_tree);
+            v.push((
+                "rayon",
+                Box::new(move || rayon_timed(workers, name, w::rayon_task_tree)),
+            ));
+        }
+        _ => {}
+    }
+    v
+}
+
+/// Repetitions of a workload in a full run (`--quick`: 2).
+fn default_reps(name: &str) -> usize {
+    match name {
+        "task_tree" => 7,
+        "bursty" | "sparse_wake" | "sparse_wake_50" => 5,
+        "idle_cpu" | "task_memory" => 3,
+        _ => 21,
+    }
+}
+
+fn run(args: &Args) -> Results {
+    let mut results = Results::new();
+    for name in WORKLOADS {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n == name))
+        {
+            continue;
+        }
+        let reps = args
+            .reps
+            .unwrap_or(if args.quick { 2 } else { default_reps(name) });
+        let contenders = contenders(name, args.workers);
+        let mut samples: BTreeMap<&'static str, Vec<Sample>> = BTreeMap::new();
+        eprint!("{name}: ");
+        for rep in 0..reps {
+            // Interleave: A, B, C, then C, B, A, ...
+            let order: Vec<usize> = if rep % 2 == 0 {
+                (0..contenders.len()).collect()
+            } else {
+                (0..contenders.len()).rev().collect()
+            };
+            for i in order {
+                let (exec, f) = &contenders[i];
+                samples.entry(exec).or_default().push(f());
+            }
+            eprint!(".");
+        }
+        eprintln!();
+        results.insert(name, samples);
+    }
+    results
+}
+
+fn med(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> f64 {
+    median(&mut samples.iter().map(f).collect::<Vec<_>>())
+}
+
+fn range(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> (f64, f64) {
+    let v: Vec<f64> = samples.iter().map(f).collect();
+    (
+        v.iter().copied().fold(f64::INFINITY, f64::min),
+        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
+fn ratio(x: f64, base: f64) -> String {
+    if base > 0.0 {
+        format!("{:.2}x", x / base)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.2} ms")
+    } else {
+        format!("{:.0} us", ms * 1e3)
+    }
+}
+
+fn tables(results: &Results) -> String {
+    let mut out = String::new();
+    for (name, by_exec) in results {
+        let tokio = by_exec.get("tokio");
+        let _ = writeln!(out, "\n### {name}\n");
+        match *name {
+            "sparse_wake" | "sparse_wake_50" => {
+                let base = tokio.map(|s| (med(s, |x| x.p50_us), med(s, |x| x.cpu_ms)));
+                let _ = writeln!(
+                    out,
+                    "| executor | wake p50 | wake p99 | CPU | p50 / tokio | CPU / tokio |"
+                );
+                let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+                for (exec, s) in by_exec {
+                    let (p50, p99, cpu) = (
+                        med(s, |x| x.p50_us),
+                        med(s, |x| x.p99_us),
+                        med(s, |x| x.cpu_ms),
+                    );
+                    let (bp, bc) = base.unwrap_or((0.0, 0.0));
+                    let _ = writeln!(
+                        out,
+                        "| {exec} | {p50:.1} us | {p99:.1} us | {} | {} | {} |",
+                        fmt_ms(cpu),
+                        ratio(p50, bp),
+                        ratio(cpu, bc)
+                    );
+                }
+            }
+            "task_memory" => {
+                let base = tokio.map(|s| med(s, |x| x.bytes_per_task));
+                let _ = writeln!(out, "| executor | heap bytes per pending task | / tokio |");
+                let _ = writeln!(out, "|---|---:|---:|");
+                for (exec, s) in by_exec {
+                    let b = med(s, |x| x.bytes_per_task);
+                    let _ = writeln!(
+                        out,
+                        "| {exec} | {b:.0} | {} |",
+                        ratio(b, base.unwrap_or(0.0))
+                    );
+                }
+            }
+            "idle_cpu" => {
+                let base = tokio.map(|s| med(s, |x| x.cpu_ms));
+                let _ = writeln!(
+                    out,
+                    "| executor | CPU over 500 ms idle (median) | max | / tokio |"
+                );
+                let _ = writeln!(out, "|---|---:|---:|---:|");
+                for (exec, s) in by_exec {
+                    let c = med(s, |x| x.cpu_ms);
+                    let (_, hi) = range(s, |x| x.cpu_ms);
+                    let _ = writeln!(
+                        out,
+                        "| {exec} | {} | {} | {} |",
+                        fmt_ms(c),
+                        fmt_ms(hi),
+                        ratio(c, base.unwrap_or(0.0))
+                    );
+                }
+            }
+            _ => {
+                let base = tokio.map(|s| (med(s, |x| x.wall_ms), med(s, |x| x.cpu_ms)));
+                let _ = writeln!(out, "| executor | wall (median) | spread (min-max) | CPU (median) | wall / tokio | CPU / tokio |");
+                let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+                for (exec, s) in by_exec {
+                    let (wall, cpu) = (med(s, |x| x.wall_ms), med(s, |x| x.cpu_ms));
+                    let (lo, hi) = range(s, |x| x.wall_ms);
+                    let (bw, bc) = base.unwrap_or((0.0, 0.0));
+                    let _ = writeln!(
+                        out,
+                        "| {exec} | {} | {} - {} | {} | {} | {} |",
+                        fmt_ms(wall),
+                        fmt_ms(lo),
+                        fmt_ms(hi),
+                        fmt_ms(cpu),
+                        ratio(wall, bw),
+                        ratio(cpu, bc)
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The headline figure of a workload for one executor (lower is better).
+fn headline(name: &str, s: &[Sample]) -> f64 {
+    match name {
+        "sparse_wake" | "sparse_wake_50" => med(s, |x| x.p50_us),
+        "task_memory" => med(s, |x| x.bytes_per_task),
+        "idle_cpu" => med(s, |x| x.cpu_ms),
+        _ => med(s, |x| x.wall_ms),
+    }
+}
+
+fn write_json(path: &str, args: &Args, results: &Results) {
+    use serde_json::{json, Map, Value};
+    let mut workloads = Map::new();
+    for (name, by_exec) in results {
+        let mut execs = Map::new();
+        for (exec, s) in by_exec {
+            execs.insert(
+                exec.to_string(),
+                json!({
+                    "wall_ms": s.iter().map(|x| x.wall_ms).collect::<Vec<_>>(),
+                    "cpu_ms": s.iter().map(|x| x.cpu_ms).collect::<Vec<_>>(),
+                    "p50_us": s.iter().map(|x| x.p50_us).collect::<Vec<_>>(),
+                    "p99_us": s.iter().map(|x| x.p99_us).collect::<Vec<_>>(),
+                    "bytes_per_task": s.iter().map(|x| x.bytes_per_task).collect::<Vec<_>>(),
+                    "median_wall_ms": med(s, |x| x.wall_ms),
+                    "median_cpu_ms": med(s, |x| x.cpu_ms),
+                    "headline": headline(name, s),
+                }),
+            );
+        }
+        workloads.insert(name.to_string(), Value::Object(execs));
+    }
+    let doc = json!({
+        "workers": args.workers,
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        "workloads": workloads,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc).expect("json"))
+        .expect("write --json file");
+    eprintln!("wrote {path}");
+}
+
+fn write_svg(path: &str, results: &Results) {
+    use plotters::prelude::*;
+    let execs = [Pool::NAME, AsyncExecutor::NAME];
+    let names: Vec<&str> = results.keys().copied().collect();
+    let ratios: Vec<Vec<f64>> = names
+        .iter()
+        .map(|n| {
+            let by = &results[n];
+            let base = by.get("tokio").map(|s| headline(n, s)).unwrap_or(f64::NAN);
+            execs
+                .iter()
+                .map(|e| by.get(e).map_or(f64::NAN, |s| headline(n, s) / base))
+                .collect()
+        })
+        .collect();
+    let top = ratios
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|r| r.is_finite())
+        .fold(1.5f64, f64::max)
+        .min(6.0);
+    let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
+    root.fill(&WHITE).expect("svg");
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "time (or bytes, or CPU) relative to tokio: lower is better",
+            ("sans-serif", 18),
+        )
+        .margin(10)
+        .x_label_area_size(120)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..names.len() as f64, 0f64..top)
+        .expect("svg");
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(names.len() * 2)
+        .x_label_formatter(&|x| {
+            let i = x.floor() as usize;
+            if (x - x.floor() - 0.5).abs() < 0.01 && i < names.len() {
+                names[i].to_string()
+            } else {
+                String::new()
+            }
+        })
+        .x_label_style(
+            ("sans-serif", 12)
+                .into_font()
+                .transform(FontTransform::Rotate90),
+        )
+        .y_desc("ratio to tokio")
+        .draw()
+        .expect("svg");
+    let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14)];
+    for (k, exec) in execs.iter().enumerate() {
+        chart
+            .draw_series(
+                ratios
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r[k].is_finite())
+                    .map(|(i, r)| {
+                        let x0 = i as f64 + 0.1 + 0.4 * k as f64;
+                        Rectangle::new([(x0, 0.0), (x0 + 0.38, r[k].min(top))], colors[k].filled())
+                    }),
+            )
+            .expect("svg")
+            .label(*exec)
+            .legend(move |(x, y)| {
+                Rectangle::new([(x, y - 5), (x + 10, y + 5)], colors[k].filled())
+            });
+    }
+    chart
+        .draw_series(LineSeries::new(
+            vec![(0.0, 1.0), (names.len() as f64, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .expect("svg")
+        .label("tokio = 1");
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .expect("svg");
+    root.present().expect("svg");
+    eprintln!("wrote {path}");
+}
+
+fn scale() {
+    println!("### scale: time per task (ns), pool and tokio\n");
+    println!("| workload | tasks | workers | pool ns/task | tokio ns/task | pool / tokio |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, f_pool, f_tokio) in [
+        (
+            "spawn_many_local",
+            w::spawn_many_local_of::<Pool> as fn(&Pool, u64) -> u64,
+            w::spawn_many_local_of::<Tokio> as fn(&Tokio, u64) -> u64,
+        ),
+        (
+            "task_tree",
+            w::task_tree_of::<Pool>,
+            w::task_tree_of::<Tokio>,
+        ),
+    ] {
+        for tasks in [1_000u64, 10_000, 100_000, 1_000_000] {
+            for workers in [1usize, 2, 4, 8] {
+                let reps = if tasks >= 1_000_000 { 1 } else { 3 };
+                let mut p = Vec::new();
+                let mut t = Vec::new();
+                for _ in 0..reps {
+                    let e = Pool::start(workers);
+                    std::thread::sleep(SETTLE);
+                    let t0 = Instant::now();
+                    std::hint::black_box(f_pool(&e, tasks));
+                    p.push(t0.elapsed().as_secs_f64() * 1e9 / tasks as f64);
+                    drop(e);
+                    let e = Tokio::start(workers);
+                    std::thread::sleep(SETTLE);
+                    let t0 = Instant::now();
+                    std::hint::black_box(f_tokio(&e, tasks));
+                    t.push(t0.elapsed().as_secs_f64() * 1e9 / tasks as f64);
+                    drop(e);
+                }
+                let (mp, mt) = (median(&mut p), median(&mut t));
+                println!(
+                    "| {name} | {tasks} | {workers} | {mp:.0} | {mt:.0} | {:.2}x |",
+                    mp / mt
+                );
+            }
+        }
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    if args.scale {
+        scale();
+        return;
+    }
+    let start = Instant::now();
+    eprintln!(
+        "compare: {} workers, {} CPUs; calibrated {} spins per us",
+        args.workers,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        w::spins_per_micro()
+    );
+    let results = run(&args);
+    println!("{}", tables(&results));
+    if let Some(path) = &args.json {
+        write_json(path, &args, &results);
+    }
+    if let Some(path) = &args.svg {
+        write_svg(path, &results);
+    }
+    eprintln!("compare: done in {:.1} s", start.elapsed().as_secs_f64());
+}

@@ -1,0 +1,48 @@
+//! Benchmarks of `pool` side by side with tokio and async-executor: the
+//! workload definitions shared by the criterion benches
+//! (`cargo bench -p benches`) and the `compare` binary
+//! (`cargo run --release -p benches --bin compare`).
+
+pub mod alloc;
+pub mod exec;
+pub mod workloads;
+
+use std::time::Duration;
+
+/// CPU time (user + system) used so far by this process, all threads.
+pub fn process_cpu_time() -> Duration {
+    // SAFETY: `getrusage` only writes the `rusage` we pass, a plain C struct
+    // for which all-zero bytes are a valid value.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        assert_eq!(rc, 0, "getrusage failed");
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The median of `v` (sorted in place).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The `p`-th percentile (0..=100) of `v` (sorted in place), nearest rank.
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    v[rank.min(v.len()) - 1]
+}
