@@ -18,6 +18,12 @@
 //!   shard accepts no new entries, so a stale key never removes a stranger.
 //! * No lock is held while a waker is woken or dropped: waking runs the
 //!   schedule function and dropping a task runs user destructors.
+//! * A worker removes the tasks of its own shard at once, and batches the
+//!   removals from other shards (`remove_many`): a task spawned on one
+//!   worker and finished on another costs the spawner's shard one lock
+//!   acquisition per batch, not one per task. Until its batch is flushed a
+//!   finished task keeps its entry (and so its allocation): at most
+//!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
 
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
@@ -94,7 +100,7 @@ impl OwnedTasks {
     /// Register a live task's waker in shard `hint` (modulo the shard count).
     /// `None` once the registry is closed: the pool is shutting down.
     pub(crate) fn insert(&self, hint: usize, waker: Waker) -> Option<Slot> {
-        let shard_index = hint & (self.shards.len() - 1);
+        let shard_index = self.shard_of(hint);
         let mut shard = self.shards[shard_index].lock();
         if shard.closed || shard.entries.len() >= MAX_KEYS {
             drop(shard);
@@ -130,6 +136,33 @@ impl OwnedTasks {
         shard.free_head = slot.key;
         drop(shard);
         drop(old);
+    }
+
+    /// The shard that `insert` picks for `hint`.
+    pub(crate) fn shard_of(&self, hint: usize) -> usize {
+        hint & (self.shards.len() - 1)
+    }
+
+    /// Remove many entries, taking each shard's lock once; empties `slots`.
+    pub(crate) fn remove_many(&self, slots: &mut Vec<Slot>) {
+        slots.sort_unstable_by_key(|s| s.shard);
+        let mut old = Vec::with_capacity(slots.len());
+        for group in slots.chunk_by(|a, b| a.shard == b.shard) {
+            let mut shard = self.shards[group[0].shard].lock();
+            if shard.closed {
+                continue;
+            }
+            for slot in group {
+                let free_head = shard.free_head;
+                let entry =
+                    std::mem::replace(&mut shard.entries[slot.key], Entry::Vacant(free_head));
+                debug_assert!(matches!(entry, Entry::Occupied(_)), "task removed twice");
+                shard.free_head = slot.key;
+                old.push(entry);
+            }
+        }
+        slots.clear();
+        drop(old); // the wakers, outside every lock
     }
 
     /// Wake the task in `slot`, if it is still registered (`abort`).

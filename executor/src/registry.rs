@@ -200,6 +200,15 @@ impl Registry {
         handle
     }
 
+    /// A task's future was dropped: take it out of the live tasks, at once on
+    /// its own worker's shard (or from outside), batched on another worker.
+    pub(crate) fn remove_task(&self, slot: crate::owned::Slot) {
+        match self.local_worker() {
+            Some(w) if slot.shard != self.tasks.shard_of(w.index()) => w.defer_removal(slot),
+            _ => self.tasks.remove(slot),
+        }
+    }
+
     /// Push a runnable from a thread that is not a worker of this pool.
     fn inject(&self, runnable: Runnable) {
         self.injector.push(runnable);

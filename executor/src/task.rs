@@ -136,7 +136,7 @@ struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         if let Some(slot) = self.header.slot() {
-            self.header.registry().tasks.remove(slot);
+            self.header.registry().remove_task(slot);
         }
     }
 }

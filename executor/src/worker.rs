@@ -27,11 +27,12 @@
 
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
+use crate::owned::Slot;
 use crate::registry::{steal_one, Registry};
 use crate::task::Runnable;
 use async_task::ScheduleInfo;
 use crossbeam_deque::{Steal, Worker};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -44,6 +45,10 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// Runs in a row from the LIFO slot before its task goes behind the deque
 /// instead (tokio uses 3).
 const MAX_LIFO_POLLS: u32 = 3;
+
+/// Removals from other workers' shards of the live-task registry that a
+/// worker collects before it takes those shards' locks (see `owned.rs`).
+const REMOVAL_BATCH: usize = 32;
 
 thread_local! {
     static WORKER_THREAD: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
@@ -63,6 +68,8 @@ pub(crate) struct WorkerThread {
     lifo_polls: Cell<u32>,
     /// Between `mark_blocked` and `mark_unblocked`.
     marked_blocked: Cell<bool>,
+    /// Finished tasks of other workers' shards, not yet removed.
+    removals: RefCell<Vec<Slot>>,
 }
 
 impl WorkerThread {
@@ -129,6 +136,32 @@ impl WorkerThread {
             self.lifo_polls.set(0);
             self.push_stealable(runnable);
             None
+        }
+    }
+
+    /// Remove `slot` from the live tasks with the next batch.
+    pub(crate) fn defer_removal(&self, slot: Slot) {
+        let full = {
+            let mut removals = self.removals.borrow_mut();
+            removals.push(slot);
+            removals.len() >= REMOVAL_BATCH
+        };
+        if full {
+            self.flush_removals();
+        }
+    }
+
+    /// Remove the collected finished tasks. The batch is taken out first:
+    /// dropping their wakers may free tasks, and so run user destructors.
+    fn flush_removals(&self) {
+        let mut batch = std::mem::take(&mut *self.removals.borrow_mut());
+        if batch.is_empty() {
+            return;
+        }
+        self.registry.tasks.remove_many(&mut batch);
+        let mut removals = self.removals.borrow_mut();
+        if removals.is_empty() {
+            *removals = batch; // keep the capacity
         }
     }
 
@@ -243,7 +276,9 @@ impl WorkerThread {
             if latch.probe() {
                 return;
             }
-            // Idle: search in rounds, get sleepy, sleep.
+            // Idle: search in rounds, get sleepy, sleep. An idle worker keeps
+            // no finished task alive.
+            self.flush_removals();
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             while !latch.probe() {
                 if let Some(r) = self.find_work() {
@@ -284,6 +319,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         lifo: Cell::new(None),
         lifo_polls: Cell::new(0),
         marked_blocked: Cell::new(false),
+        removals: RefCell::new(Vec::with_capacity(REMOVAL_BATCH)),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
