@@ -594,23 +594,20 @@ fn write_svg(path: &str, results: &Results) {
     chart
         .configure_mesh()
         .disable_x_mesh()
-        .x_labels(names.len() * 2)
-        .x_label_formatter(&|x| {
-            let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.01 && i < names.len() {
-                names[i].to_string()
-            } else {
-                String::new()
-            }
-        })
-        .x_label_style(
-            ("sans-serif", 12)
-                .into_font()
-                .transform(FontTransform::Rotate90),
-        )
+        .x_labels(0)
         .y_desc("ratio to tokio")
         .draw()
         .expect("svg");
+    // Workload names under their bars, written on the root area.
+    let label_style = ("sans-serif", 13)
+        .into_font()
+        .transform(FontTransform::Rotate90)
+        .color(&BLACK);
+    for (i, name) in names.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(i as f64 + 0.45, 0.0));
+        root.draw(&Text::new(name.to_string(), (px - 6, py + 6), label_style.clone()))
+            .expect("svg");
+    }
     let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14)];
     for (k, exec) in execs.iter().enumerate() {
         chart
