@@ -12,28 +12,34 @@
 use std::time::Duration;
 use tests::{process_cpu_time as cpu_time, wait_until_asleep};
 
-const REPS: usize = 5;
-
 fn main() -> std::io::Result<()> {
+    // `--quick`: one short repetition, for the example's test.
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (reps, idle) = if quick {
+        (1, Duration::from_millis(100))
+    } else {
+        (5, Duration::from_secs(1))
+    };
     let mut idle_cpu = Vec::new();
-    for _ in 0..REPS {
+    for _ in 0..reps {
         let pool = pool::Builder::new().worker_threads(2).build()?;
         wait_until_asleep(&pool);
         let before = cpu_time();
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(idle);
         idle_cpu.push(cpu_time() - before);
     }
     idle_cpu.sort();
     println!(
-        "idle 2-worker pool, 1 s: process CPU median {:?} (min {:?}, max {:?}, {REPS} runs)",
-        idle_cpu[REPS / 2],
+        "idle 2-worker pool, {idle:?}: process CPU median {:?} (min {:?}, max {:?}, {reps} runs)",
+        idle_cpu[reps / 2],
         idle_cpu[0],
-        idle_cpu[REPS - 1]
+        idle_cpu[reps - 1]
     );
 
     let pool = pool::Builder::new().worker_threads(4).build()?;
     let mut woken = Vec::new();
-    for _ in 0..100 {
+    let spawns = if quick { 5 } else { 100 };
+    for _ in 0..spawns {
         wait_until_asleep(&pool);
         let before = pool.metrics().wakeups;
         pool.block_on(pool.spawn(async {}))
@@ -43,8 +49,10 @@ fn main() -> std::io::Result<()> {
     }
     woken.sort();
     println!(
-        "one spawn onto a sleeping 4-worker pool: wakeups median {} (min {}, max {}, 100 runs)",
-        woken[50], woken[0], woken[99]
+        "one spawn onto a sleeping 4-worker pool: wakeups median {} (min {}, max {}, {spawns} runs)",
+        woken[spawns / 2],
+        woken[0],
+        woken[spawns - 1]
     );
     Ok(())
 }

@@ -48,7 +48,8 @@
 //! `docs/ARCHITECTURE.md` follows a task from `spawn` to `poll`, and
 //! `executor/src/sleep/README.md` states the sleep protocol and why it never
 //! loses a wakeup.
-#![warn(missing_docs, missing_debug_implementations)]
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations)]
 
 mod block_on;
 mod blocking;

@@ -99,3 +99,33 @@ pub fn wait_until_asleep(pool: &pool::Pool) {
         m.sleeps.saturating_sub(m.wakeups) == workers
     });
 }
+
+/// The path of example `name` of the `examples` package, built for this
+/// test's profile. `cargo test` builds the examples of the package it tests;
+/// when a test runs without them (`cargo test --test NAME`), this builds the
+/// one it needs.
+pub fn example_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    // target/<profile>/deps/<test> -> target/<profile>/examples/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("a test binary lives in target/<profile>/deps");
+    let path = profile_dir.join("examples").join(name);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "-q", "-p", "examples", "--example", name]);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build for the example");
+        assert!(status.success(), "building example {name} failed");
+    }
+    assert!(
+        path.exists(),
+        "example {name} not found at {}",
+        path.display()
+    );
+    path
+}

@@ -605,8 +605,12 @@ fn write_svg(path: &str, results: &Results) {
         .color(&BLACK);
     for (i, name) in names.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(i as f64 + 0.45, 0.0));
-        root.draw(&Text::new(name.to_string(), (px - 6, py + 6), label_style.clone()))
-            .expect("svg");
+        root.draw(&Text::new(
+            name.to_string(),
+            (px - 6, py + 6),
+            label_style.clone(),
+        ))
+        .expect("svg");
     }
     let colors = [RGBColor(31, 119, 180), RGBColor(255, 127, 14)];
     for (k, exec) in execs.iter().enumerate() {
