@@ -59,6 +59,13 @@ pub struct Builder {
 
 impl Builder {
     /// A builder with every setting at its default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().build().unwrap();
+    /// assert!(pool.worker_threads() >= 1);
+    /// ```
     pub fn new() -> Builder {
         Builder {
             worker_threads: None,
@@ -77,6 +84,15 @@ impl Builder {
     /// Default: [`std::thread::available_parallelism`] (1 if unknown).
     /// `0`, or more than 65 535 (what the sleep counters can count), makes
     /// [`build`](Builder::build) return an `InvalidInput` error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = pool::Builder::new().worker_threads(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// let pool = pool::Builder::new().worker_threads(3).build().unwrap();
+    /// assert_eq!(pool.worker_threads(), 3);
+    /// ```
     pub fn worker_threads(mut self, n: usize) -> Builder {
         self.worker_threads = Some(n);
         self
@@ -85,6 +101,14 @@ impl Builder {
     /// The prefix of worker thread names: workers are `NAME-0`, `NAME-1`, ...
     ///
     /// Default: `pool-worker`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(1).thread_name("db").build().unwrap();
+    /// let name = pool.block_on(pool.spawn(async { std::thread::current().name().unwrap().to_owned() }));
+    /// assert_eq!(name.unwrap(), "db-0");
+    /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = name.into();
         self
@@ -95,6 +119,13 @@ impl Builder {
     /// Default: the standard library's (2 MiB unless `RUST_MIN_STACK` says
     /// otherwise). `0` makes [`build`](Builder::build) return an
     /// `InvalidInput` error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().stack_size(8 << 20).build().unwrap();
+    /// assert_eq!(pool.block_on(pool.spawn(async { 1 })).unwrap(), 1);
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
         self
@@ -103,6 +134,22 @@ impl Builder {
     /// A function each worker thread runs when it starts, before any task.
     ///
     /// Default: none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let s = started.clone();
+    /// let pool = pool::Builder::new()
+    ///     .worker_threads(2)
+    ///     .on_thread_start(move || { s.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()
+    ///     .unwrap();
+    /// drop(pool); // joins the workers
+    /// assert_eq!(started.load(Ordering::SeqCst), 2);
+    /// ```
     pub fn on_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
         self.on_thread_start = Some(Arc::new(f));
         self
@@ -111,6 +158,22 @@ impl Builder {
     /// A function each worker thread runs when it stops, after its last task.
     ///
     /// Default: none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let s = stopped.clone();
+    /// let pool = pool::Builder::new()
+    ///     .worker_threads(2)
+    ///     .on_thread_stop(move || { s.fetch_add(1, Ordering::SeqCst); })
+    ///     .build()
+    ///     .unwrap();
+    /// drop(pool);
+    /// assert_eq!(stopped.load(Ordering::SeqCst), 2);
+    /// ```
     pub fn on_thread_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
         self.on_thread_stop = Some(Arc::new(f));
         self
@@ -161,6 +224,14 @@ impl Builder {
     ///
     /// Default: 512. `0` makes [`build`](Builder::build) return an
     /// `InvalidInput` error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().max_blocking_threads(4).build().unwrap();
+    /// assert_eq!(pool.block_on(pool.spawn_blocking(|| 2)).unwrap(), 2);
+    /// assert!(pool.metrics().blocking_threads <= 4);
+    /// ```
     pub fn max_blocking_threads(mut self, n: usize) -> Builder {
         self.max_blocking_threads = n;
         self
@@ -169,6 +240,17 @@ impl Builder {
     /// How long a blocking thread with nothing to do waits before it exits.
     ///
     /// Default: 10 seconds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = pool::Builder::new()
+    ///     .blocking_keep_alive(Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// pool.block_on(pool.spawn_blocking(|| ())).unwrap();
+    /// ```
     pub fn blocking_keep_alive(mut self, idle: Duration) -> Builder {
         self.blocking_keep_alive = idle;
         self
@@ -181,6 +263,14 @@ impl Builder {
     /// `InvalidInput` for a setting out of range (the message says which and
     /// the allowed range), or the error of a worker thread that failed to
     /// start (the workers already started are stopped and joined first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(2).build()?;
+    /// assert_eq!(pool.worker_threads(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn build(self) -> io::Result<Pool> {
         let workers = match self.worker_threads {
             Some(n) => n,

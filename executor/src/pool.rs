@@ -78,6 +78,14 @@ impl Pool {
     /// # Errors
     ///
     /// The error of a worker thread that failed to start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new()?;
+    /// assert_eq!(pool.block_on(async { 5 }), 5);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn new() -> io::Result<Pool> {
         Builder::new().build()
     }

@@ -321,11 +321,28 @@ impl JoinError {
 
     /// True if the task was cancelled: aborted, or dropped by its pool's
     /// shutdown before it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.spawn(std::future::pending::<()>());
+    /// drop(pool); // shutdown drops the pending task
+    /// assert!(pool::block_on(h).unwrap_err().is_cancelled());
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// True if the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let err = pool.block_on(pool.spawn(async { panic!("oops") })).unwrap_err();
+    /// assert!(err.is_panic() && !err.is_cancelled());
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic(_))
     }
@@ -337,6 +354,14 @@ impl JoinError {
     ///
     /// If the task was cancelled rather than panicked: check
     /// [`is_panic`](JoinError::is_panic) first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let err = pool.block_on(pool.spawn(async { std::panic::panic_any(7u8) })).unwrap_err();
+    /// assert_eq!(*err.into_panic().downcast::<u8>().unwrap(), 7);
+    /// ```
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.repr {
             Repr::Panic(panic) => panic

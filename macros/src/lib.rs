@@ -28,7 +28,7 @@ const KNOWN_ARGUMENTS: &str = "`worker_threads`";
 /// `block_on`. A `main` that returns a value (`Result<(), E>` included)
 /// returns it, so `?` works in the body.
 ///
-/// ```ignore
+/// ```
 /// #[pool::main(worker_threads = 4)]
 /// async fn main() -> std::io::Result<()> {
 ///     let n = pool::spawn(async { 6 * 7 }).await.unwrap();
@@ -46,11 +46,12 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// not share state through the global pool. Other attributes
 /// (`#[should_panic]`, `#[ignore]`, doc comments) are kept.
 ///
-/// ```ignore
+/// ```
 /// #[pool::test(worker_threads = 2)]
 /// async fn adds() {
 ///     assert_eq!(pool::spawn(async { 1 + 1 }).await.unwrap(), 2);
 /// }
+/// # fn main() {}
 /// ```
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
