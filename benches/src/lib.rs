@@ -7,21 +7,8 @@ pub mod alloc;
 pub mod exec;
 pub mod workloads;
 
-use std::time::Duration;
-
 /// CPU time (user + system) used so far by this process, all threads.
-pub fn process_cpu_time() -> Duration {
-    // SAFETY: `getrusage` only writes the `rusage` we pass, a plain C struct
-    // for which all-zero bytes are a valid value.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let rc = libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        assert_eq!(rc, 0, "getrusage failed");
-        usage
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
+pub use tests::process_cpu_time;
 
 /// The median of `v` (sorted in place).
 pub fn median(v: &mut [f64]) -> f64 {

@@ -59,18 +59,24 @@ fn the_handler_fires_only_once_the_other_workers_sleep() {
     });
 }
 
+/// A pool whose deadlock handler only counts its calls.
+fn counting_pool(workers: usize) -> (pool::Pool, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let p = Builder::new()
+        .worker_threads(workers)
+        .deadlock_handler(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    (p, calls)
+}
+
 #[test]
 fn an_idle_pool_never_calls_the_handler() {
     watchdog("deadlock_idle", 10, || {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let c = calls.clone();
-        let p = Builder::new()
-            .worker_threads(2)
-            .deadlock_handler(move || {
-                c.fetch_add(1, Ordering::SeqCst);
-            })
-            .build()
-            .unwrap();
+        let (p, calls) = counting_pool(2);
         wait_until_asleep(&p);
         p.block_on(p.spawn(async {})).unwrap();
         wait_until_asleep(&p);
@@ -83,15 +89,7 @@ fn an_idle_pool_never_calls_the_handler() {
 #[test]
 fn a_task_that_panics_while_marked_does_not_leave_its_worker_blocked() {
     watchdog("deadlock_mark_reset", 10, || {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let c = calls.clone();
-        let p = Builder::new()
-            .worker_threads(2)
-            .deadlock_handler(move || {
-                c.fetch_add(1, Ordering::SeqCst);
-            })
-            .build()
-            .unwrap();
+        let (p, calls) = counting_pool(2);
         wait_until_asleep(&p);
         let err = p
             .block_on(p.spawn(async {
