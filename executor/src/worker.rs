@@ -126,11 +126,18 @@ impl WorkerThread {
     /// The LIFO slot's task, unless it has run `MAX_LIFO_POLLS` times in a
     /// row: then it goes behind the deque, so a pair of tasks waking each
     /// other cannot starve the rest.
+    ///
+    /// With the deque empty there is nothing to starve: the task would be
+    /// the next one popped anyway, so it runs now, and nobody is woken for a
+    /// task that this worker is about to run.
     fn take_lifo(&self) -> Option<Runnable> {
         let runnable = self.lifo.take()?;
         let polls = self.lifo_polls.get();
         if polls < MAX_LIFO_POLLS {
             self.lifo_polls.set(polls + 1);
+            Some(runnable)
+        } else if self.worker.is_empty() {
+            self.lifo_polls.set(0);
             Some(runnable)
         } else {
             self.lifo_polls.set(0);
