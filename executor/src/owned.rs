@@ -51,6 +51,17 @@ struct Shard {
     closed: bool,
 }
 
+impl Shard {
+    /// Put `key` on the free list; returns its entry (the waker), to be
+    /// dropped once the lock is released.
+    fn free(&mut self, key: usize) -> Entry {
+        let old = std::mem::replace(&mut self.entries[key], Entry::Vacant(self.free_head));
+        debug_assert!(matches!(old, Entry::Occupied(_)), "task removed twice");
+        self.free_head = key;
+        old
+    }
+}
+
 /// Where a task's waker is kept: its shard and its key in that shard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -130,10 +141,7 @@ impl OwnedTasks {
         if shard.closed {
             return;
         }
-        let free_head = shard.free_head;
-        let old = std::mem::replace(&mut shard.entries[slot.key], Entry::Vacant(free_head));
-        debug_assert!(matches!(old, Entry::Occupied(_)), "task removed twice");
-        shard.free_head = slot.key;
+        let old = shard.free(slot.key);
         drop(shard);
         drop(old);
     }
@@ -152,14 +160,7 @@ impl OwnedTasks {
             if shard.closed {
                 continue;
             }
-            for slot in group {
-                let free_head = shard.free_head;
-                let entry =
-                    std::mem::replace(&mut shard.entries[slot.key], Entry::Vacant(free_head));
-                debug_assert!(matches!(entry, Entry::Occupied(_)), "task removed twice");
-                shard.free_head = slot.key;
-                old.push(entry);
-            }
+            old.extend(group.iter().map(|slot| shard.free(slot.key)));
         }
         slots.clear();
         drop(old); // the wakers, outside every lock

@@ -3,7 +3,7 @@
 //!
 //! # Invariants
 //!
-//! * Every runnable enters through [`Registry::schedule`]: on a worker thread
+//! * Every runnable enters through `schedule_task`: on a worker thread
 //!   of this pool it goes to that worker (`WorkerThread::schedule_local`: its
 //!   LIFO slot or its deque; a push onto the deque tickles the sleep manager
 //!   as an internal job, no fence); anywhere else it goes into the injector
@@ -15,9 +15,9 @@
 //!   (see `Pool::shutdown` for the order of the steps): a push into the
 //!   injector that lands after shutdown drained it is drained by the pusher
 //!   itself (`drained`, with a fence on each side).
-//! * Each task's schedule function owns an `Arc<Registry>`; the registry owns
-//!   the queues that hold runnables. Shutdown empties the queues, which
-//!   breaks those cycles.
+//! * Each task's metadata owns an `Arc<Registry>`; the registry owns the
+//!   queues that hold runnables. Shutdown empties the queues, which breaks
+//!   those cycles.
 
 use crate::blocking::{BlockingConfig, BlockingPool, BlockingTask};
 use crate::deadlock::{DeadlockDetector, Handler};
@@ -117,6 +117,21 @@ impl Registry {
         WorkerThread::current().filter(|w| std::ptr::eq(&**w.registry(), self))
     }
 
+    /// Count `n` events: into `local`'s own counters when the caller is that
+    /// worker of this pool, else into the shared outside counters.
+    #[inline]
+    fn count(
+        &self,
+        local: Option<&WorkerThread>,
+        counter: impl Fn(&WorkerStats) -> &std::sync::atomic::AtomicU64,
+        n: u64,
+    ) {
+        match local {
+            Some(w) => w.stats().bump_owned(counter, n),
+            None => self.outside_stats.bump_shared(counter, n),
+        }
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
     }
@@ -127,16 +142,9 @@ impl Registry {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let shard_hint = match self.local_worker() {
-            Some(w) => {
-                w.stats().bump_owned(|s| &s.spawned, 1);
-                w.index()
-            }
-            None => {
-                self.outside_stats.bump_shared(|s| &s.spawned, 1);
-                crate::worker::random_shard_hint()
-            }
-        };
+        let local = self.local_worker();
+        self.count(local, |s| &s.spawned, 1);
+        let shard_hint = local.map_or_else(crate::worker::random_shard_hint, WorkerThread::index);
         self.spawn_with(future, schedule_task, shard_hint)
     }
 
@@ -240,10 +248,7 @@ impl Registry {
     /// Wake worker `index` if it sleeps (its latch was set), and count it.
     pub(crate) fn wake_worker(&self, index: usize) {
         if self.sleep.wake_specific_thread(index) {
-            match self.local_worker() {
-                Some(w) => w.stats().bump_owned(|s| &s.wakeups, 1),
-                None => self.outside_stats.bump_shared(|s| &s.wakeups, 1),
-            }
+            self.count(self.local_worker(), |s| &s.wakeups, 1);
         }
     }
 

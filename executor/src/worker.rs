@@ -135,15 +135,14 @@ impl WorkerThread {
         let polls = self.lifo_polls.get();
         if polls < MAX_LIFO_POLLS {
             self.lifo_polls.set(polls + 1);
-            Some(runnable)
-        } else if self.worker.is_empty() {
-            self.lifo_polls.set(0);
-            Some(runnable)
-        } else {
-            self.lifo_polls.set(0);
-            self.push_stealable(runnable);
-            None
+            return Some(runnable);
         }
+        self.lifo_polls.set(0);
+        if self.worker.is_empty() {
+            return Some(runnable);
+        }
+        self.push_stealable(runnable);
+        None
     }
 
     /// Remove `slot` from the live tasks with the next batch.
@@ -178,19 +177,12 @@ impl WorkerThread {
             return;
         };
         if self.marked_blocked.replace(blocked) == blocked {
-            panic!(
-                "pool::{}() called twice on one worker without pool::{}() in between",
-                if blocked {
-                    "mark_blocked"
-                } else {
-                    "mark_unblocked"
-                },
-                if blocked {
-                    "mark_unblocked"
-                } else {
-                    "mark_blocked"
-                },
-            );
+            let (this, other) = if blocked {
+                ("mark_blocked", "mark_unblocked")
+            } else {
+                ("mark_unblocked", "mark_blocked")
+            };
+            panic!("pool::{this}() called twice on one worker without pool::{other}() in between");
         }
         if blocked {
             deadlock.mark_blocked();
