@@ -11,6 +11,7 @@
 use crate::blocking::BlockingConfig;
 use crate::counters::THREADS_MAX;
 use crate::deadlock::Handler;
+use crate::io::Driver;
 use crate::pool::Pool;
 use crate::registry::{Hook, Registry, RegistryConfig};
 use crate::worker;
@@ -307,6 +308,7 @@ impl Builder {
                     thread_name: self.thread_name.clone(),
                     stack_size: self.stack_size,
                 },
+                io: Arc::new(Driver::new()?),
             },
         ));
         let mut threads = Vec::with_capacity(workers);

@@ -56,14 +56,19 @@ mod blocking;
 mod builder;
 mod counters;
 mod deadlock;
+#[cfg(feature = "hyper")]
+pub mod hyper;
+mod io;
 mod latch;
 mod metrics;
+pub mod net;
 mod owned;
 mod pool;
 mod registry;
 mod sleep;
 mod sync;
 mod task;
+pub mod time;
 mod worker;
 
 #[cfg(all(test, loom))]

@@ -44,10 +44,14 @@ pub struct Metrics {
     /// Tasks that entered through the global injector (spawned or woken by a
     /// thread that is not a worker of this pool).
     pub injected: u64,
-    /// Times a worker blocked on its condvar.
+    /// Times a worker went to sleep (on its condvar, or in the I/O driver).
     pub sleeps: u64,
     /// Times a thread signalled a sleeping worker to wake.
     pub wakeups: u64,
+    /// Times a busy worker polled the I/O driver without blocking (every
+    /// few dozen searches, while the pool has sockets or timers). Sleeps in
+    /// the driver count as `sleeps`.
+    pub driver_polls: u64,
     /// Times the deadlock handler was called (see
     /// [`Builder::deadlock_handler`](crate::Builder::deadlock_handler)).
     pub deadlocks: u64,
@@ -65,6 +69,7 @@ pub(crate) struct WorkerStats {
     pub(crate) injected: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) wakeups: AtomicU64,
+    pub(crate) driver_polls: AtomicU64,
 }
 
 impl WorkerStats {
@@ -90,5 +95,6 @@ impl WorkerStats {
         m.injected += get(&self.injected);
         m.sleeps += get(&self.sleeps);
         m.wakeups += get(&self.wakeups);
+        m.driver_polls += get(&self.driver_polls);
     }
 }

@@ -21,10 +21,11 @@
 
 use crate::blocking::{BlockingConfig, BlockingPool, BlockingTask};
 use crate::deadlock::{DeadlockDetector, Handler};
+use crate::io::Driver;
 use crate::latch::CoreLatch;
 use crate::metrics::{Metrics, WorkerStats};
 use crate::owned::OwnedTasks;
-use crate::sleep::Sleep;
+use crate::sleep::{Park, Sleep};
 use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::{JoinHandle, Runnable, TaskFuture, TaskHeader};
 use crate::worker::WorkerThread;
@@ -54,12 +55,16 @@ pub(crate) struct RegistryConfig {
     pub(crate) on_thread_stop: Option<Hook>,
     pub(crate) deadlock_handler: Option<Handler>,
     pub(crate) blocking: BlockingConfig,
+    /// The pool's I/O driver and timer store.
+    pub(crate) io: Arc<Driver>,
 }
 
 pub(crate) struct Registry {
     pub(crate) injector: Injector<Runnable>,
     pub(crate) workers: Box<[WorkerInfo]>,
     pub(crate) sleep: Sleep,
+    /// The I/O driver and timers; the sleep manager holds it too.
+    pub(crate) io: Arc<Driver>,
     pub(crate) tasks: OwnedTasks,
     /// Counted by threads that are not workers of this pool.
     outside_stats: CachePadded<WorkerStats>,
@@ -93,7 +98,9 @@ impl Registry {
                 config
                     .deadlock_handler
                     .map(|handler| DeadlockDetector::new(n, handler)),
+                Some(Arc::clone(&config.io) as Arc<dyn Park>),
             ),
+            io: config.io,
             // Four shards per worker: outside spawns spread over them.
             tasks: OwnedTasks::new(4 * n),
             outside_stats: CachePadded::new(WorkerStats::default()),
@@ -315,6 +322,12 @@ impl Registry {
         // drained by its pusher.
         fence(Ordering::SeqCst);
         self.drain_queues();
+        // Sockets and timers that outlive the pool: their waits fail (or, for
+        // timers, complete) from now on. Their wakers belong to tasks of
+        // other pools or to outside threads (this pool's tasks are gone).
+        let mut wakers = Vec::new();
+        self.io.shut_down(&mut wakers);
+        wakers.into_iter().for_each(std::task::Waker::wake);
     }
 
     /// Drop every runnable in the injector and in the deques of workers that

@@ -23,7 +23,12 @@
 //! * Search order: the LIFO slot (at most `MAX_LIFO_POLLS` times in a row),
 //!   own deque, then the other workers' deques from a random start, then the
 //!   injector; every `INJECTOR_INTERVAL`-th search looks at the injector
-//!   first, so a busy worker does not starve outside spawns.
+//!   first, so a busy worker does not starve outside spawns, and every
+//!   `DRIVER_INTERVAL`-th search polls the I/O driver first (without
+//!   blocking), so a busy pool does not starve I/O and timers.
+//! * Tasks made ready by a driver poll of this worker (busy, or asleep in the
+//!   driver) go onto its own deque and are posted as internal jobs after the
+//!   poll: the worker is awake then, and runs them if nobody steals them.
 
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
@@ -36,11 +41,19 @@ use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 
 /// Every this many searches, a worker takes from the injector before its own
 /// deque. Tokio uses 31 to 61; a prime keeps it from locking step with
 /// periodic workloads.
 const INJECTOR_INTERVAL: u32 = 61;
+
+/// Every this many searches, a busy worker polls the I/O driver without
+/// blocking (if the pool has sockets or timers and no other thread holds
+/// the driver), so that readiness is seen while every worker is busy.
+/// Tokio uses 61 as well; measured with `benches/http-load`, see
+/// docs/BENCHMARKS.md.
+const DRIVER_INTERVAL: u32 = 61;
 
 /// Runs in a row from the LIFO slot before its task goes behind the deque
 /// instead (tokio uses 3).
@@ -70,6 +83,12 @@ pub(crate) struct WorkerThread {
     marked_blocked: Cell<bool>,
     /// Finished tasks of other workers' shards, not yet removed.
     removals: RefCell<Vec<Slot>>,
+    /// While this worker wakes the tasks its driver poll made ready: how
+    /// many of them it pushed onto its deque so far (posted at the end, as
+    /// one batch of internal jobs).
+    io_batch: Cell<Option<usize>>,
+    /// The wakers a driver poll returned, kept for its capacity.
+    io_wakers: Cell<Vec<Waker>>,
 }
 
 impl WorkerThread {
@@ -104,9 +123,15 @@ impl WorkerThread {
     ///   either: the slot is not stealable and this worker runs it as soon
     ///   as the current task returns. The task it displaces goes onto the
     ///   deque, where others can steal it, so that push tickles.
+    /// * A task woken by I/O or a timer that this worker's driver poll
+    ///   found goes to the back of the deque; the whole batch is posted as
+    ///   internal jobs when the poll's wakers have all been woken.
     #[inline]
     pub(crate) fn schedule_local(&self, runnable: Runnable, info: ScheduleInfo) {
-        if info.woken_while_running {
+        if let Some(n) = self.io_batch.get() {
+            self.worker.push(runnable);
+            self.io_batch.set(Some(n + 1));
+        } else if info.woken_while_running {
             self.worker.push(runnable);
         } else if let Some(displaced) = self.lifo.replace(Some(runnable)) {
             self.push_stealable(displaced);
@@ -203,10 +228,49 @@ impl WorkerThread {
         }
     }
 
+    /// Wake what a driver poll made ready. This pool's tasks land on this
+    /// worker's deque (`schedule_local`), a warm thread for the connection,
+    /// and are posted together as internal jobs: a sleeper is woken only if
+    /// no awake worker is idle to steal them.
+    fn wake_ready(&self, wakers: &mut Vec<Waker>) {
+        if wakers.is_empty() {
+            return;
+        }
+        self.io_batch.set(Some(0));
+        for waker in wakers.drain(..) {
+            waker.wake();
+        }
+        let n = self.io_batch.take().unwrap_or(0);
+        if n > 0 {
+            let woken = self.registry.sleep.new_internal_jobs(n);
+            if woken > 0 {
+                self.stats().bump_owned(|s| &s.wakeups, woken as u64);
+            }
+        }
+    }
+
+    /// A busy worker's poll of the driver: without blocking, and only if
+    /// there is something to poll for and nobody else holds it.
+    fn poll_driver(&self) {
+        let io = &self.registry.io;
+        if !io.has_interest() || !io.try_acquire() {
+            return;
+        }
+        let mut wakers = self.io_wakers.take();
+        io.poll(false, &mut wakers);
+        io.release();
+        self.stats().bump_owned(|s| &s.driver_polls, 1);
+        self.wake_ready(&mut wakers);
+        self.io_wakers.set(wakers);
+    }
+
     /// One search, in the order of the module invariants.
     fn find_work(&self) -> Option<Runnable> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
+        if tick % DRIVER_INTERVAL == 0 {
+            self.poll_driver();
+        }
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(r) = self.steal_injected() {
                 self.lifo_polls.set(0);
@@ -285,9 +349,17 @@ impl WorkerThread {
                     self.execute(r);
                     continue 'active;
                 }
-                sleep.no_work_found(&mut idle_state, latch, self.stats(), || {
-                    self.registry.has_injected_jobs()
-                });
+                let mut wakers = self.io_wakers.take();
+                sleep.no_work_found(
+                    &mut idle_state,
+                    latch,
+                    self.stats(),
+                    || self.registry.has_injected_jobs(),
+                    &mut wakers,
+                );
+                // A sleep in the driver may end with I/O or timers ready.
+                self.wake_ready(&mut wakers);
+                self.io_wakers.set(wakers);
             }
             sleep.work_found();
             return;
@@ -319,6 +391,8 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         lifo_polls: Cell::new(0),
         marked_blocked: Cell::new(false),
         removals: RefCell::new(Vec::with_capacity(REMOVAL_BATCH)),
+        io_batch: Cell::new(None),
+        io_wakers: Cell::new(Vec::new()),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));

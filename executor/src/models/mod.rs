@@ -1,4 +1,5 @@
-//! Loom models of the sleep protocol, the latches and `block_on`.
+//! Loom models of the sleep protocol (with a sleeper on its condvar and one
+//! blocked in a stand-in I/O driver), the latches and `block_on`.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -24,7 +25,9 @@
 
 mod block_on;
 mod counters;
+mod driver;
 mod latch;
+mod park;
 mod sleep;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

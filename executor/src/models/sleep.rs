@@ -12,18 +12,18 @@ use loom::thread;
 /// A queue of at most one job, modelled as a flag: pushed with `Release`,
 /// looked at with `Acquire` (a look may see an old, empty, value) and taken
 /// with a swap.
-struct Queue(AtomicUsize);
+pub(super) struct Queue(AtomicUsize);
 
 impl Queue {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Queue(AtomicUsize::new(0))
     }
 
-    fn push(&self) {
+    pub(super) fn push(&self) {
         self.0.store(1, Ordering::Release);
     }
 
-    fn has_job(&self) -> bool {
+    pub(super) fn has_job(&self) -> bool {
         self.0.load(Ordering::Acquire) == 1
     }
 
@@ -43,33 +43,66 @@ fn idle_worker(
     queues: &[&Queue],
     injector: &Queue,
 ) -> bool {
+    idle_until(sleep, index, latch, queues, injector) == Outcome::Job
+}
+
+/// How an idle period ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// The worker took the job from a queue.
+    Job,
+    /// Its sleep in the driver brought readiness: it would run the woken task.
+    Ready,
+    /// Its latch was set.
+    Stopped,
+}
+
+/// `idle_worker`, telling how the idle period ended.
+pub(super) fn idle_until(
+    sleep: &Sleep,
+    index: usize,
+    latch: &CoreLatch,
+    queues: &[&Queue],
+    injector: &Queue,
+) -> Outcome {
     let stats = WorkerStats::default();
     let mut idle_state = sleep.start_looking(index, true);
+    let mut wakers = Vec::new();
     while !latch.probe() {
         if queues.iter().any(|q| q.take()) || injector.take() {
             sleep.work_found();
-            return true;
+            return Outcome::Job;
         }
-        sleep.no_work_found(&mut idle_state, latch, &stats, || injector.has_job());
+        sleep.no_work_found(
+            &mut idle_state,
+            latch,
+            &stats,
+            || injector.has_job(),
+            &mut wakers,
+        );
+        if !wakers.is_empty() {
+            sleep.work_found();
+            return Outcome::Ready;
+        }
     }
     sleep.work_found();
-    false
+    Outcome::Stopped
 }
 
 /// Make the JEC odd, as after earlier work: the case where a poster only
 /// reads the counters, so only the fences order it against a sleeper.
-fn after_earlier_work(sleep: &Sleep) {
+pub(super) fn after_earlier_work(sleep: &Sleep) {
     sleep.new_internal_jobs(1);
 }
 
-fn assert_counters_at_rest(sleep: &Sleep) {
+pub(super) fn assert_counters_at_rest(sleep: &Sleep) {
     let c = sleep.counters_for_test();
     assert_eq!(c.sleeping_threads(), 0, "{c:?}");
     assert_eq!(c.inactive_threads(), 0, "{c:?}");
 }
 
 fn injected_job_model(earlier_work: bool) {
-    let sleep = Arc::new(Sleep::new(1, None));
+    let sleep = Arc::new(Sleep::new(1, None, None));
     if earlier_work {
         after_earlier_work(&sleep);
     }
@@ -111,7 +144,7 @@ fn injected_job_onto_a_fresh_pool_is_never_lost() {
 fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("sleep_internal", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None));
+        let sleep = Arc::new(Sleep::new(2, None, None));
         after_earlier_work(&sleep);
         let deque = Arc::new(Queue::new()); // worker 1's own deque
         let injector = Arc::new(Queue::new());
@@ -149,7 +182,7 @@ fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
 fn shutdown_racing_a_worker_falling_asleep_always_ends_it() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("sleep_shutdown", &N, || {
-        let sleep = Arc::new(Sleep::new(1, None));
+        let sleep = Arc::new(Sleep::new(1, None, None));
         let terminate = Arc::new(CoreLatch::new());
         let injector = Arc::new(Queue::new());
         let worker = {
@@ -169,7 +202,7 @@ fn shutdown_racing_a_worker_falling_asleep_always_ends_it() {
 fn two_sleepers_one_injected_job_wakes_at_most_one_and_is_found() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("sleep_two_workers_one_job", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None));
+        let sleep = Arc::new(Sleep::new(2, None, None));
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);

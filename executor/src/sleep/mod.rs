@@ -11,9 +11,19 @@
 //!   `sleeping` from its successful `try_add_sleeping_thread` until the thread
 //!   that wakes it (`wake_specific_thread`) takes it off. The sleeper never
 //!   decrements `sleeping` itself, except when its final injector check finds
-//!   work before it blocked.
-//! * `SleepState::is_blocked` is true exactly while its worker is committed to
-//!   sleep and not yet woken; it only changes under that worker's lock.
+//!   work before it blocked, and when it sleeps in the I/O driver and the
+//!   driver brings work (readiness, a due timer) before any waker came; both
+//!   under its lock, as a waker would.
+//! * `SleepState::is_blocked` is not `Blocked::No` exactly while its worker
+//!   is committed to sleep and not yet woken; it only changes under that
+//!   worker's lock. It says how to wake the worker: notify its condvar, or
+//!   unpark the driver it blocks in.
+//! * At most one sleeper blocks in the driver (it holds the driver from
+//!   before it marks itself `InDriver` until after it is woken). Posts wake
+//!   condvar sleepers before it, so while any worker sleeps, the one in the
+//!   driver is among them, unless a busy worker held the driver when the
+//!   others fell asleep: then that worker takes it when it sleeps, and polls
+//!   it until then.
 //! * A job posted from a worker (`new_internal_jobs`) may be overlooked by a
 //!   worker falling asleep: the poster is awake and runs it. A job posted from
 //!   outside (`new_injected_jobs`) is never overlooked: the fence before the
@@ -28,6 +38,11 @@ use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::sync::{fence, yield_now, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
+use std::sync::Arc;
+use std::task::Waker;
+
+mod park;
+pub(crate) use park::Park;
 
 /// Rounds of fruitless search (each followed by a `thread::yield_now`)
 /// before a worker announces itself sleepy. Rayon and Blitz use 32; measured
@@ -44,32 +59,44 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 /// After announcing itself sleepy, one more round of search, then sleep.
 const ROUNDS_UNTIL_SLEEPING: u32 = ROUNDS_UNTIL_SLEEPY + 1;
 
-/// A lock, a condvar and the is-blocked flag: what one thread sleeps on.
+/// How a thread that committed to sleep is blocked; changed only under its
+/// `SleepState` lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blocked {
+    /// Not committed to sleep, or woken.
+    No,
+    /// Waiting on its condvar: a waker notifies it.
+    OnCondvar,
+    /// Blocked in the I/O driver: a waker unparks the driver.
+    InDriver,
+}
+
+/// A lock, a condvar and how the owner is blocked: what one thread sleeps on.
 #[derive(Debug)]
 pub(crate) struct SleepState {
-    /// True while the owner is committed to sleep and nobody woke it yet.
-    is_blocked: Mutex<bool>,
+    /// Not `No` while the owner is committed to sleep and nobody woke it yet.
+    is_blocked: Mutex<Blocked>,
     condvar: Condvar,
 }
 
 impl SleepState {
     pub(crate) fn new() -> SleepState {
         SleepState {
-            is_blocked: Mutex::new(false),
+            is_blocked: Mutex::new(Blocked::No),
             condvar: Condvar::new(),
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, bool> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Blocked> {
         self.is_blocked.lock()
     }
 
     /// Owner, holding the lock: mark itself blocked and wait until a waker
     /// clears the flag. Spurious condvar wakeups go back to waiting.
-    pub(crate) fn block(&self, mut is_blocked: MutexGuard<'_, bool>) {
-        debug_assert!(!*is_blocked);
-        *is_blocked = true;
-        while *is_blocked {
+    pub(crate) fn block(&self, mut is_blocked: MutexGuard<'_, Blocked>) {
+        debug_assert_eq!(*is_blocked, Blocked::No);
+        *is_blocked = Blocked::OnCondvar;
+        while *is_blocked != Blocked::No {
             is_blocked = self.condvar.wait(is_blocked);
         }
     }
@@ -78,34 +105,79 @@ impl SleepState {
     /// the owner marked itself blocked. A waker that comes in between clears
     /// the flag under the lock and the owner then does not wait: nothing is
     /// lost. (`before_wait` may run user code that wakes this very owner.)
-    fn block_after(&self, mut is_blocked: MutexGuard<'_, bool>, before_wait: impl FnOnce()) {
-        debug_assert!(!*is_blocked);
-        *is_blocked = true;
+    fn block_after(&self, mut is_blocked: MutexGuard<'_, Blocked>, before_wait: impl FnOnce()) {
+        debug_assert_eq!(*is_blocked, Blocked::No);
+        *is_blocked = Blocked::OnCondvar;
         drop(is_blocked);
         before_wait();
         let mut is_blocked = self.lock();
-        while *is_blocked {
+        while *is_blocked != Blocked::No {
             is_blocked = self.condvar.wait(is_blocked);
+        }
+    }
+
+    /// Owner, holding the lock and the driver: block in the driver until a
+    /// waker clears the flag (it unparks the driver) or the driver brings
+    /// work (I/O readiness, a due timer: their wakers are in `wakers`). In
+    /// the second case the owner clears the flag itself and calls
+    /// `on_self_wake` under its lock, so that no waker also counts it woken.
+    /// A park that brings nothing (a timer unpark, a spurious return) goes
+    /// back to blocking. `before_wait` as in `block_after`.
+    fn block_in_driver(
+        &self,
+        mut is_blocked: MutexGuard<'_, Blocked>,
+        driver: &dyn Park,
+        wakers: &mut Vec<Waker>,
+        before_wait: impl FnOnce(),
+        on_self_wake: impl FnOnce(),
+    ) {
+        debug_assert_eq!(*is_blocked, Blocked::No);
+        *is_blocked = Blocked::InDriver;
+        drop(is_blocked);
+        before_wait();
+        loop {
+            driver.park(wakers);
+            let mut is_blocked = self.lock();
+            if *is_blocked == Blocked::No {
+                // A waker took us off the sleeping count and unparked us.
+                break;
+            }
+            if !wakers.is_empty() {
+                *is_blocked = Blocked::No;
+                on_self_wake();
+                break;
+            }
         }
     }
 
     /// Any thread: wake the owner if it is blocked. True if it was.
     pub(crate) fn wake(&self) -> bool {
-        self.wake_then(|| ())
+        self.wake_then(None, |_| true, || ())
     }
 
-    /// Wake the owner if it is blocked and, still holding its lock, run
-    /// `on_woken`. True if it was blocked.
-    fn wake_then(&self, on_woken: impl FnOnce()) -> bool {
+    /// Wake the owner if it is blocked in a way `which` accepts and, still
+    /// holding its lock, run `on_woken`. True if it was woken. An owner
+    /// blocked in the driver is woken through `driver`.
+    fn wake_then(
+        &self,
+        driver: Option<&dyn Park>,
+        which: impl FnOnce(Blocked) -> bool,
+        on_woken: impl FnOnce(),
+    ) -> bool {
         let mut is_blocked = self.is_blocked.lock();
-        if *is_blocked {
-            *is_blocked = false;
-            self.condvar.notify_one();
-            on_woken();
-            true
-        } else {
-            false
+        let how = *is_blocked;
+        if how == Blocked::No || !which(how) {
+            return false;
         }
+        *is_blocked = Blocked::No;
+        match how {
+            Blocked::InDriver => driver
+                .expect("only a sleeper of a pool with a driver blocks in it")
+                .unpark(),
+            _ => self.condvar.notify_one(),
+        }
+        on_woken();
+        true
     }
 }
 
@@ -145,10 +217,16 @@ pub(crate) struct Sleep {
     worker_sleep_states: Box<[CachePadded<SleepState>]>,
     /// Present when the pool has a deadlock handler.
     deadlock: Option<DeadlockDetector>,
+    /// The I/O driver that one sleeper blocks in (absent in some models).
+    driver: Option<Arc<dyn Park>>,
 }
 
 impl Sleep {
-    pub(crate) fn new(workers: usize, deadlock: Option<DeadlockDetector>) -> Sleep {
+    pub(crate) fn new(
+        workers: usize,
+        deadlock: Option<DeadlockDetector>,
+        driver: Option<Arc<dyn Park>>,
+    ) -> Sleep {
         debug_assert!(workers <= crate::counters::THREADS_MAX);
         Sleep {
             counters: AtomicCounters::new(),
@@ -156,6 +234,7 @@ impl Sleep {
                 .map(|_| CachePadded::new(SleepState::new()))
                 .collect(),
             deadlock,
+            driver,
         }
     }
 
@@ -192,7 +271,9 @@ impl Sleep {
     /// (until it is set or new work wakes this worker).
     ///
     /// `has_injected_jobs` is the final check for injected work, made after
-    /// the sleeper's seq-cst fence.
+    /// the sleeper's seq-cst fence. A sleep in the I/O driver that ends with
+    /// I/O readiness or due timers leaves their wakers in `wakers`, for the
+    /// caller to wake as new work of its own.
     #[inline]
     pub(crate) fn no_work_found(
         &self,
@@ -200,6 +281,7 @@ impl Sleep {
         latch: &CoreLatch,
         stats: &WorkerStats,
         has_injected_jobs: impl FnOnce() -> bool,
+        wakers: &mut Vec<Waker>,
     ) {
         if idle_state.rounds < ROUNDS_UNTIL_SLEEPY {
             yield_now();
@@ -210,7 +292,7 @@ impl Sleep {
             yield_now();
         } else {
             debug_assert_eq!(idle_state.rounds, ROUNDS_UNTIL_SLEEPING);
-            self.sleep(idle_state, latch, stats, has_injected_jobs);
+            self.sleep(idle_state, latch, stats, has_injected_jobs, wakers);
         }
     }
 
@@ -230,6 +312,7 @@ impl Sleep {
         latch: &CoreLatch,
         stats: &WorkerStats,
         has_injected_jobs: impl FnOnce() -> bool,
+        wakers: &mut Vec<Waker>,
     ) {
         let worker_index = idle_state.worker_index;
 
@@ -278,18 +361,37 @@ impl Sleep {
             self.counters.sub_sleeping_thread();
         } else {
             stats.bump_owned(|s| &s.sleeps, 1);
-            match self
+            let deadlock = self
                 .deadlock
                 .as_ref()
-                .filter(|_| idle_state.counts_as_active)
-            {
-                None => sleep_state.block(is_blocked),
-                Some(deadlock) => {
-                    // The handler may run here, and may post work that wakes
-                    // this very worker: so not under its sleep lock.
-                    sleep_state.block_after(is_blocked, || deadlock.worker_sleeping());
-                    deadlock.worker_awake();
+                .filter(|_| idle_state.counts_as_active);
+            // The handler may run before the wait, and may post work that
+            // wakes this very worker: so not under its sleep lock.
+            let before_wait = || {
+                if let Some(deadlock) = deadlock {
+                    deadlock.worker_sleeping();
                 }
+            };
+            // The first sleeper to find the driver free blocks in it; the
+            // others on their condvars. Posts wake condvar sleepers first
+            // (`wake_any_threads`), so the driver's sleeper is the last
+            // worker to be woken: while any worker sleeps, one of them
+            // waits for I/O and timers.
+            match self.driver.as_deref().filter(|d| d.try_acquire()) {
+                Some(driver) => {
+                    sleep_state.block_in_driver(is_blocked, driver, wakers, before_wait, || {
+                        self.counters.sub_sleeping_thread();
+                        // The driver woke this worker: count it as a wakeup,
+                        // so that `sleeps - wakeups` stays the sleepers.
+                        stats.bump_owned(|s| &s.wakeups, 1);
+                    });
+                    driver.release();
+                }
+                None if deadlock.is_none() => sleep_state.block(is_blocked),
+                None => sleep_state.block_after(is_blocked, before_wait),
+            }
+            if let Some(deadlock) = deadlock {
+                deadlock.worker_awake();
             }
         }
 
@@ -340,16 +442,21 @@ impl Sleep {
         self.wake_any_threads(usize::min(num_jobs - num_awake_but_idle, num_sleepers))
     }
 
+    /// Wake up to `num_to_wake` sleepers: those on their condvars first, the
+    /// one in the driver last, so that I/O stays watched while any worker
+    /// sleeps.
     #[cold]
     fn wake_any_threads(&self, mut num_to_wake: usize) -> usize {
         let mut woken = 0;
-        for index in 0..self.worker_sleep_states.len() {
-            if num_to_wake == 0 {
-                break;
-            }
-            if self.wake_specific_thread(index) {
-                num_to_wake -= 1;
-                woken += 1;
+        for pass in [Blocked::OnCondvar, Blocked::InDriver] {
+            for index in 0..self.worker_sleep_states.len() {
+                if num_to_wake == 0 {
+                    return woken;
+                }
+                if self.wake_thread_if(index, |how| how == pass) {
+                    num_to_wake -= 1;
+                    woken += 1;
+                }
             }
         }
         woken
@@ -359,6 +466,12 @@ impl Sleep {
     /// sleeping count (while holding its lock, so the count never shows a
     /// woken worker as asleep to a later poster). True if it was blocked.
     pub(crate) fn wake_specific_thread(&self, index: usize) -> bool {
-        self.worker_sleep_states[index].wake_then(|| self.counters.sub_sleeping_thread())
+        self.wake_thread_if(index, |_| true)
+    }
+
+    fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
+        self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
+            self.counters.sub_sleeping_thread()
+        })
     }
 }

@@ -1,0 +1,175 @@
+//! What hyper 1.x needs to run on pool (feature `hyper`), as hyper-util's
+//! `TokioIo`, `TokioExecutor` and `TokioTimer` are for tokio.
+//!
+//! * [`Io`] turns any futures-io stream ([`net::TcpStream`](crate::net::TcpStream)
+//!   included) into hyper's `rt::Read` + `rt::Write`.
+//! * [`Executor`] spawns hyper's background futures (HTTP/2 streams,
+//!   connection drivers) on the current pool.
+//! * [`Timer`] gives hyper `pool::time` sleeps (header read timeouts, HTTP/2
+//!   keep-alive).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use pool::hyper::{Executor, Io, Timer};
+//! # async fn serve(
+//! #     service: impl hyper::service::Service<
+//! #         hyper::Request<hyper::body::Incoming>,
+//! #         Response = hyper::Response<String>,
+//! #         Error = std::convert::Infallible,
+//! #         Future = impl std::future::Future + Send + 'static,
+//! #     > + Clone + Send + 'static,
+//! # ) {
+//! let listener = pool::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
+//! loop {
+//!     let (stream, _) = listener.accept().await.unwrap();
+//!     let service = service.clone();
+//!     # let _ = (Executor::new(), Timer::new());
+//!     pool::spawn(async move {
+//!         let _ = hyper::server::conn::http1::Builder::new()
+//!             .timer(Timer::new())
+//!             .serve_connection(Io::new(stream), service)
+//!             .await;
+//!     });
+//! }
+//! # }
+//! ```
+//! (`examples/examples/http.rs` is a whole server, HTTP/1 and HTTP/2.)
+
+use futures::io::{AsyncRead, AsyncWrite};
+use pin_project_lite::pin_project;
+use std::future::Future;
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+pin_project! {
+    /// A futures-io stream as hyper's `rt::Read` and `rt::Write`.
+    #[derive(Debug)]
+    pub struct Io<T> {
+        #[pin]
+        inner: T,
+    }
+}
+
+impl<T> Io<T> {
+    /// Wraps `inner`.
+    pub fn new(inner: T) -> Io<T> {
+        Io { inner }
+    }
+
+    /// The wrapped stream.
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    /// Unwraps the stream.
+    pub fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<T: AsyncRead> hyper::rt::Read for Io<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        let n = {
+            // SAFETY: `as_mut` requires that we never de-initialize bytes of
+            // the cursor: we only write zeros (initializing them) below.
+            let uninit = unsafe { buf.as_mut() };
+            uninit.fill(MaybeUninit::new(0));
+            // SAFETY: every byte of `uninit` was initialized just above, and
+            // `MaybeUninit<u8>` has the layout of `u8`.
+            let init = unsafe { &mut *(uninit as *mut [MaybeUninit<u8>] as *mut [u8]) };
+            ready!(self.project().inner.poll_read(cx, init))?
+        };
+        // SAFETY: `poll_read` filled (initialized) the first `n` bytes.
+        unsafe { buf.advance(n) };
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: AsyncWrite> hyper::rt::Write for Io<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.project().inner.poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.project().inner.poll_close(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.project().inner.poll_write_vectored(cx, bufs)
+    }
+}
+
+/// hyper's `rt::Executor`: spawns on the current pool (detached).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Executor;
+
+impl Executor {
+    /// The executor.
+    pub fn new() -> Executor {
+        Executor
+    }
+}
+
+impl<F> hyper::rt::Executor<F> for Executor
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        drop(crate::spawn(future));
+    }
+}
+
+/// hyper's `rt::Timer`, on `pool::time`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timer;
+
+impl Timer {
+    /// The timer.
+    pub fn new() -> Timer {
+        Timer
+    }
+}
+
+impl hyper::rt::Sleep for crate::time::Sleep {}
+
+impl hyper::rt::Timer for Timer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(crate::time::sleep(duration))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        Box::pin(crate::time::sleep_until(deadline))
+    }
+
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
+        match sleep.as_mut().downcast_mut_pin::<crate::time::Sleep>() {
+            Some(ours) => ours.get_mut().reset(new_deadline),
+            None => *sleep = self.sleep_until(new_deadline),
+        }
+    }
+}

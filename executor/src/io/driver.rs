@@ -1,0 +1,302 @@
+//! `Driver`: one pool's reactor (an epoll instance, through `mio`) and its
+//! timer store, driven by the pool's own workers.
+//!
+//! Nothing here runs on a thread of its own. A worker *holds* the driver
+//! (`try_acquire` .. `release`) to poll it: a busy worker without blocking
+//! every `DRIVER_INTERVAL` searches (`worker.rs`), and the sleeper that
+//! blocks in it (`sleep/mod.rs`, through [`Park`]) until an I/O event, the
+//! next timer deadline or `unpark`. Readiness goes to the sources'
+//! [`ScheduledIo`]; the wakers it satisfies are handed back to the polling
+//! worker, which schedules their tasks on its own deque.
+//!
+//! # Invariants
+//!
+//! * At most one thread holds the driver; only the holder touches `core`.
+//! * A token is a slot index plus that slot's generation: an event for a
+//!   source deregistered meanwhile (from another thread, while the holder
+//!   held the events) finds a newer generation, or nothing, and is dropped.
+//! * Once shut down (the pool dropped, or the OS poll failed) the driver is
+//!   never held again; every registered source and every timer has been
+//!   woken with the shutdown, and new registrations are refused.
+
+use super::scheduled_io::{ScheduledIo, READABLE, WRITABLE};
+use crate::sleep::Park;
+use crate::time::store::Timers;
+use mio::event::Source;
+use mio::{Events, Interest, Poll, Token};
+use parking_lot::Mutex;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+/// Events taken from the OS in one poll.
+const EVENTS_CAPACITY: usize = 1024;
+
+/// The token of the driver's own waker (the eventfd behind `unpark`).
+const WAKE_TOKEN: Token = Token(usize::MAX);
+
+/// Bits of a token that index the slot; the rest is its generation.
+const INDEX_BITS: u32 = 24;
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+
+/// What only the holder touches.
+#[derive(Debug)]
+struct Core {
+    poll: Poll,
+    events: Events,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    generation: usize,
+    io: Option<Arc<ScheduledIo>>,
+}
+
+/// The registered sources, by slot.
+#[derive(Debug, Default)]
+struct Sources {
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+}
+
+/// A pool's I/O driver and timer store.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    /// True while a thread holds the driver.
+    held: AtomicBool,
+    core: Mutex<Core>,
+    registry: mio::Registry,
+    waker: mio::Waker,
+    sources: Mutex<Sources>,
+    /// Registered sources, a hint for the busy workers' polls.
+    num_sources: AtomicUsize,
+    pub(crate) timers: Timers,
+    shut_down: AtomicBool,
+}
+
+impl Driver {
+    pub(crate) fn new() -> io::Result<Driver> {
+        let poll = Poll::new()?;
+        let registry = poll.registry().try_clone()?;
+        let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
+        Ok(Driver {
+            held: AtomicBool::new(false),
+            core: Mutex::new(Core {
+                poll,
+                events: Events::with_capacity(EVENTS_CAPACITY),
+            }),
+            registry,
+            waker,
+            sources: Mutex::new(Sources::default()),
+            num_sources: AtomicUsize::new(0),
+            timers: Timers::new(),
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// Is there anything a poll could find (a registered source, a pending
+    /// timer)? A hint, so that the workers of a pool without I/O never poll.
+    #[inline]
+    pub(crate) fn has_interest(&self) -> bool {
+        // Relaxed: a hint; see `Timers::is_empty`.
+        self.num_sources.load(Ordering::Relaxed) != 0 || !self.timers.is_empty()
+    }
+
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// Register `source` for read and write readiness, edge-triggered.
+    pub(crate) fn register(
+        &self,
+        source: &mut impl Source,
+    ) -> io::Result<(Token, Arc<ScheduledIo>)> {
+        if self.is_shut_down() {
+            return Err(shut_down_error());
+        }
+        let io = Arc::new(ScheduledIo::new());
+        let token = {
+            let mut sources = self.sources.lock();
+            let index = match sources.free.pop() {
+                Some(index) => index,
+                None => {
+                    if sources.slots.len() > INDEX_MASK {
+                        return Err(io::Error::other(
+                            "pool: more than 16 million sockets registered with one pool",
+                        ));
+                    }
+                    sources.slots.push(Slot::default());
+                    sources.slots.len() - 1
+                }
+            };
+            let slot = &mut sources.slots[index];
+            slot.io = Some(Arc::clone(&io));
+            Token(slot.generation << INDEX_BITS | index)
+        };
+        if let Err(e) =
+            self.registry
+                .register(source, token, Interest::READABLE | Interest::WRITABLE)
+        {
+            self.release_slot(token);
+            return Err(e);
+        }
+        self.num_sources.fetch_add(1, Ordering::Relaxed);
+        Ok((token, io))
+    }
+
+    /// Deregister `source` (registered as `token`). Its pending events, if a
+    /// holder has them, are dropped (see the token invariant).
+    pub(crate) fn deregister(&self, token: Token, source: &mut impl Source) {
+        // The only error is "not registered", after a failed register or a
+        // closed epoll fd: either way the source is gone from the OS's set.
+        let _ = self.registry.deregister(source);
+        self.release_slot(token);
+        self.num_sources.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn release_slot(&self, token: Token) {
+        let index = token.0 & INDEX_MASK;
+        let mut sources = self.sources.lock();
+        let slot = &mut sources.slots[index];
+        slot.io = None;
+        // The next source in this slot gets new tokens; the generation wraps
+        // within the token's upper bits, and never makes `WAKE_TOKEN`.
+        slot.generation = (slot.generation + 1) & (usize::MAX >> (INDEX_BITS + 1));
+        sources.free.push(index);
+    }
+
+    /// Take the driver for this thread; false if another thread has it, or
+    /// it is shut down.
+    #[inline]
+    pub(crate) fn try_acquire(&self) -> bool {
+        !self.is_shut_down()
+            && !self.held.load(Ordering::Relaxed)
+            // Acquire: pairs with `release`, so the previous holder's use of
+            // `core` happened before ours.
+            && self
+                .held
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    #[inline]
+    pub(crate) fn release(&self) {
+        self.held.store(false, Ordering::Release);
+    }
+
+    /// The holder: poll the OS, blocking until an event, the next timer
+    /// deadline or `unpark` when `block`, else not at all. The wakers of
+    /// what became ready (I/O and due timers) go into `wakers`.
+    pub(crate) fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
+        debug_assert!(self.held.load(Ordering::Relaxed));
+        let mut core = self.core.lock();
+        let Core { poll, events } = &mut *core;
+        let timeout = if block {
+            self.timers.park_timeout(Instant::now())
+        } else {
+            Some(Duration::ZERO)
+        };
+        let result = poll.poll(events, timeout);
+        if block {
+            self.timers.unparked();
+        }
+        match result {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                drop(core);
+                self.fail(&e, wakers);
+                return;
+            }
+        }
+        if !events.is_empty() {
+            let sources = self.sources.lock();
+            for event in events.iter() {
+                let token = event.token();
+                if token == WAKE_TOKEN {
+                    continue;
+                }
+                let Some(slot) = sources.slots.get(token.0 & INDEX_MASK) else {
+                    continue;
+                };
+                let Some(io) = slot
+                    .io
+                    .as_ref()
+                    .filter(|_| slot.generation == token.0 >> INDEX_BITS)
+                else {
+                    continue;
+                };
+                let mut ready = 0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    ready |= READABLE;
+                }
+                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                    ready |= WRITABLE;
+                }
+                io.set_ready(ready, wakers);
+            }
+        }
+        if !self.timers.is_empty() {
+            self.timers.fire(Instant::now(), wakers);
+        }
+    }
+
+    /// Any thread: make the holder's blocking poll return (or the next one,
+    /// if none is in progress).
+    pub(crate) fn unpark(&self) {
+        // An eventfd write; it fails only if the counter would overflow, and
+        // then a wakeup is pending anyway.
+        let _ = self.waker.wake();
+    }
+
+    /// The OS poll failed (not interrupted): report it once and shut down,
+    /// rather than spin on the error. Sockets then fail, timers complete.
+    #[cold]
+    fn fail(&self, error: &io::Error, wakers: &mut Vec<Waker>) {
+        eprintln!(
+            "pool: the I/O driver failed ({error}); this pool's sockets now return errors \
+             and its timers complete at once"
+        );
+        self.shut_down(wakers);
+    }
+
+    /// Shut the driver down: wake every registered source (its waits now
+    /// fail) and every timer (it completes), and refuse new ones.
+    pub(crate) fn shut_down(&self, wakers: &mut Vec<Waker>) {
+        self.shut_down.store(true, Ordering::Release);
+        {
+            let sources = self.sources.lock();
+            for io in sources.slots.iter().filter_map(|s| s.io.as_ref()) {
+                io.shut_down(wakers);
+            }
+        }
+        self.timers.shut_down(wakers);
+    }
+}
+
+impl Park for Driver {
+    fn try_acquire(&self) -> bool {
+        Driver::try_acquire(self)
+    }
+
+    fn park(&self, wakers: &mut Vec<Waker>) {
+        self.poll(true, wakers);
+    }
+
+    fn release(&self) {
+        Driver::release(self);
+    }
+
+    fn unpark(&self) {
+        Driver::unpark(self);
+    }
+}
+
+/// The error of an operation on a socket whose pool is gone.
+pub(crate) fn shut_down_error() -> io::Error {
+    io::Error::other(
+        "pool: the pool that drives this socket was shut down (or its I/O driver failed)",
+    )
+}

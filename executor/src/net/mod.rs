@@ -1,0 +1,73 @@
+//! TCP and UDP sockets on the current pool's I/O driver.
+//!
+//! Each socket is registered, when it is made, with the driver of the
+//! current pool (the same rule as [`spawn`](crate::spawn): the global pool
+//! where there is no other), and its tasks are woken by that pool's workers,
+//! with no thread of its own. The streams implement the futures-io traits
+//! ([`futures::io::AsyncRead`], [`futures::io::AsyncWrite`]), so protocol
+//! crates written against them work unchanged; `pool::hyper` (feature
+//! `hyper`) adapts them to hyper 1.x.
+//!
+//! Errors from the OS (a taken port, a refused connection, a reset) are
+//! returned as they are. A socket used after its pool was dropped returns an
+//! `io::Error` instead of waiting forever.
+//!
+//! Addresses are resolved with [`std::net::ToSocketAddrs`] on the calling
+//! thread: an IP address costs nothing, a host name is a blocking DNS
+//! lookup (resolve it in [`spawn_blocking`](crate::spawn_blocking) where
+//! that matters).
+//!
+//! # Examples
+//!
+//! ```
+//! use futures::{AsyncReadExt, AsyncWriteExt};
+//! use pool::net::{TcpListener, TcpStream};
+//!
+//! let pool = pool::Pool::new().unwrap();
+//! pool.block_on(async {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     let server = pool::spawn(async move {
+//!         let (mut conn, _) = listener.accept().await.unwrap();
+//!         let mut buf = [0; 5];
+//!         conn.read_exact(&mut buf).await.unwrap();
+//!         conn.write_all(&buf).await.unwrap();
+//!     });
+//!     let mut client = TcpStream::connect(addr).await.unwrap();
+//!     client.write_all(b"hello").await.unwrap();
+//!     let mut echoed = [0; 5];
+//!     client.read_exact(&mut echoed).await.unwrap();
+//!     assert_eq!(&echoed, b"hello");
+//!     server.await.unwrap();
+//! });
+//! ```
+
+mod tcp;
+mod udp;
+
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Try `f` on each address `addr` resolves to; the last error if none works.
+async fn each_addr<T, F, Fut>(addr: impl ToSocketAddrs, mut f: F) -> io::Result<T>
+where
+    F: FnMut(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = io::Result<T>>,
+{
+    let mut last_error = None;
+    for addr in addr.to_socket_addrs()? {
+        match f(addr).await {
+            Ok(t) => return Ok(t),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}

@@ -1,0 +1,244 @@
+//! `TcpListener` and `TcpStream`.
+
+use super::each_addr;
+use crate::io::{Direction, PollEvented};
+use futures::io::{AsyncRead, AsyncWrite};
+use std::fmt;
+use std::future::poll_fn;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::net::{self, Shutdown, SocketAddr, ToSocketAddrs};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+/// A TCP socket server, listening for connections.
+///
+/// # Examples
+///
+/// ```
+/// # pool::block_on(async {
+/// let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// assert!(listener.local_addr().unwrap().port() != 0);
+/// # });
+/// ```
+pub struct TcpListener {
+    io: PollEvented<mio::net::TcpListener>,
+}
+
+impl TcpListener {
+    /// Binds to `addr` (the first of its addresses that works), with
+    /// `SO_REUSEADDR`, and listens.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, for example `AddrInUse` for a taken port.
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        each_addr(addr, |addr| async move {
+            TcpListener::from_mio(mio::net::TcpListener::bind(addr)?)
+        })
+        .await
+    }
+
+    fn from_mio(listener: mio::net::TcpListener) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            io: PollEvented::new(listener)?,
+        })
+    }
+
+    /// Accepts a new connection.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error. Running out of file descriptors (`EMFILE`) is
+    /// returned as it is, and the listener keeps working: the pending
+    /// connection stays queued and the next `accept` takes it once
+    /// descriptors are free.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Polls for a new connection (see [`accept`](TcpListener::accept)).
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
+        Poll::Ready(TcpStream::from_mio(stream).map(|s| (s, addr)))
+    }
+
+    /// The local address this listener is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+}
+
+impl TryFrom<net::TcpListener> for TcpListener {
+    type Error = io::Error;
+
+    /// Registers a std listener with the current pool (it is made
+    /// non-blocking).
+    fn try_from(listener: net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        TcpListener::from_mio(mio::net::TcpListener::from_std(listener))
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+/// A TCP connection: [`AsyncRead`] + [`AsyncWrite`], also through `&TcpStream`.
+///
+/// # Examples
+///
+/// ```
+/// use futures::AsyncWriteExt;
+/// # pool::block_on(async {
+/// let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+/// let mut stream = pool::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+/// stream.set_nodelay(true).unwrap();
+/// stream.write_all(b"ping").await.unwrap();
+/// # });
+/// ```
+pub struct TcpStream {
+    io: PollEvented<mio::net::TcpStream>,
+}
+
+impl TcpStream {
+    /// Connects to `addr` (each of its addresses in turn, until one works).
+    ///
+    /// # Errors
+    ///
+    /// The OS's error for the last address tried, for example
+    /// `ConnectionRefused`.
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        each_addr(addr, |addr| async move {
+            let stream = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?)?;
+            poll_fn(|cx| stream.io.poll_io(cx, Direction::Write, connected)).await?;
+            Ok(stream)
+        })
+        .await
+    }
+
+    fn from_mio(stream: mio::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            io: PollEvented::new(stream)?,
+        })
+    }
+
+    /// The address of the peer.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+
+    /// The local address of this end.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
+    pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
+        self.io.source().set_nodelay(on)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.io.source().nodelay()
+    }
+
+    /// Shuts down the read half, the write half, or both.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.source().shutdown(how)
+    }
+}
+
+/// A non-blocking connect is done once the socket has no pending error and
+/// a peer.
+fn connected(stream: &mio::net::TcpStream) -> io::Result<()> {
+    if let Some(e) = stream.take_error()? {
+        return Err(e);
+    }
+    match stream.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
+}
+
+impl TryFrom<net::TcpStream> for TcpStream {
+    type Error = io::Error;
+
+    /// Registers a connected std stream with the current pool (it is made
+    /// non-blocking).
+    fn try_from(stream: net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        TcpStream::from_mio(mio::net::TcpStream::from_std(stream))
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local_addr", &self.local_addr().ok())
+            .field("peer_addr", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+/// The stream operations, for `TcpStream` and `&TcpStream` alike.
+macro_rules! impl_stream_io {
+    ($ty:ty) => {
+        impl AsyncRead for $ty {
+            fn poll_read(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &mut [u8],
+            ) -> Poll<io::Result<usize>> {
+                self.io.poll_io(cx, Direction::Read, |s| (&*s).read(buf))
+            }
+
+            fn poll_read_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &mut [IoSliceMut<'_>],
+            ) -> Poll<io::Result<usize>> {
+                self.io
+                    .poll_io(cx, Direction::Read, |s| (&*s).read_vectored(bufs))
+            }
+        }
+
+        impl AsyncWrite for $ty {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                self.io.poll_io(cx, Direction::Write, |s| (&*s).write(buf))
+            }
+
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                self.io
+                    .poll_io(cx, Direction::Write, |s| (&*s).write_vectored(bufs))
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                // Writes go straight to the socket: nothing is buffered here.
+                Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                match self.io.source().shutdown(Shutdown::Write) {
+                    Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
+                    _ => Poll::Ready(Ok(())),
+                }
+            }
+        }
+    };
+}
+
+impl_stream_io!(TcpStream);
+impl_stream_io!(&TcpStream);

@@ -1,0 +1,112 @@
+//! `UdpSocket`.
+
+use super::each_addr;
+use crate::io::{Direction, PollEvented};
+use std::fmt;
+use std::future::poll_fn;
+use std::io;
+use std::net::{self, SocketAddr, ToSocketAddrs};
+
+/// A UDP socket. Its methods take `&self`: several tasks may send and
+/// receive on one socket (in an `Arc`) at once, and each is woken.
+///
+/// # Examples
+///
+/// ```
+/// use pool::net::UdpSocket;
+/// # pool::block_on(async {
+/// let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+/// let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+/// a.send_to(b"hi", b.local_addr().unwrap()).await.unwrap();
+/// let mut buf = [0; 8];
+/// let (n, from) = b.recv_from(&mut buf).await.unwrap();
+/// assert_eq!(&buf[..n], b"hi");
+/// assert_eq!(from, a.local_addr().unwrap());
+/// # });
+/// ```
+pub struct UdpSocket {
+    io: PollEvented<mio::net::UdpSocket>,
+}
+
+impl UdpSocket {
+    /// Binds to `addr` (the first of its addresses that works).
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, for example `AddrInUse`.
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        each_addr(addr, |addr| async move {
+            UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?)
+        })
+        .await
+    }
+
+    fn from_mio(socket: mio::net::UdpSocket) -> io::Result<UdpSocket> {
+        Ok(UdpSocket {
+            io: PollEvented::new(socket)?,
+        })
+    }
+
+    /// Sends `buf` to `target` (its first address); returns the bytes sent.
+    pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
+        let target = target
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
+        poll_fn(|cx| {
+            self.io
+                .poll_io(cx, Direction::Write, |s| s.send_to(buf, target))
+        })
+        .await
+    }
+
+    /// Receives one datagram into `buf`; returns its length and sender.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))).await
+    }
+
+    /// Sets the peer for [`send`](UdpSocket::send) and
+    /// [`recv`](UdpSocket::recv), and receives only from it.
+    pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
+        self.io.source().connect(addr)
+    }
+
+    /// Sends `buf` to the connected peer.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
+    }
+
+    /// Receives one datagram from the connected peer.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))).await
+    }
+
+    /// The local address this socket is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+}
+
+impl TryFrom<net::UdpSocket> for UdpSocket {
+    type Error = io::Error;
+
+    /// Registers a std socket with the current pool (it is made
+    /// non-blocking).
+    fn try_from(socket: net::UdpSocket) -> io::Result<UdpSocket> {
+        socket.set_nonblocking(true)?;
+        UdpSocket::from_mio(mio::net::UdpSocket::from_std(socket))
+    }
+}
+
+impl fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}

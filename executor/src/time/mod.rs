@@ -1,0 +1,307 @@
+//! Timers on the current pool's driver: [`sleep`], [`sleep_until`],
+//! [`timeout`] and [`interval`].
+//!
+//! A timer belongs to the pool that is current where it is created (the
+//! same rule as [`spawn`](crate::spawn); the global pool where there is no
+//! other). The pool's workers fire it: the worker asleep in the I/O driver
+//! blocks until the next deadline, and busy workers look at the timers every
+//! few dozen tasks. A deadline is never early; it is late by at most the
+//! driver's timeout resolution (a millisecond) when a worker sleeps, and by
+//! the length of the polls in progress when every worker is busy.
+//!
+//! If the timer's pool is dropped, the timer completes at once.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//!
+//! let pool = pool::Pool::new().unwrap();
+//! pool.block_on(async {
+//!     let start = Instant::now();
+//!     pool::time::sleep(Duration::from_millis(10)).await;
+//!     assert!(start.elapsed() >= Duration::from_millis(10));
+//!
+//!     let never = std::future::pending::<()>();
+//!     let r = pool::time::timeout(Duration::from_millis(5), never).await;
+//!     assert!(r.is_err());
+//! });
+//! ```
+
+pub(crate) mod store;
+
+use crate::io::Driver;
+use futures::Stream;
+use pin_project_lite::pin_project;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use store::{Inserted, TimerKey};
+
+/// A deadline this far away stands for "never" (`Instant` has no maximum).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// Waits until `duration` has passed.
+///
+/// # Examples
+///
+/// ```
+/// # pool::block_on(async {
+/// pool::time::sleep(std::time::Duration::from_millis(1)).await;
+/// # });
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    sleep_until(deadline_after(duration))
+}
+
+/// Waits until `deadline`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// # pool::block_on(async {
+/// let deadline = Instant::now() + Duration::from_millis(2);
+/// pool::time::sleep_until(deadline).await;
+/// assert!(Instant::now() >= deadline);
+/// # });
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        driver: crate::pool::with_current(|registry| Arc::clone(&registry.io)),
+        entry: None,
+    }
+}
+
+fn deadline_after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + FAR_FUTURE)
+}
+
+/// The future of [`sleep`] and [`sleep_until`]. It can be moved between
+/// polls, and [reset](Sleep::reset) to a new deadline.
+#[must_use = "a Sleep does nothing unless awaited"]
+pub struct Sleep {
+    deadline: Instant,
+    driver: Arc<Driver>,
+    /// The registered timer and the waker it holds, once polled.
+    entry: Option<(TimerKey, Waker)>,
+}
+
+impl Sleep {
+    /// The instant this sleep completes at.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Has the deadline passed?
+    pub fn is_elapsed(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// Complete at `deadline` instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// # pool::block_on(async {
+    /// let mut sleep = pool::time::sleep(Duration::from_secs(3600));
+    /// sleep.reset(Instant::now());
+    /// sleep.await;
+    /// # });
+    /// ```
+    pub fn reset(&mut self, deadline: Instant) {
+        self.cancel();
+        self.deadline = deadline;
+    }
+
+    fn cancel(&mut self) {
+        if let Some((key, _)) = self.entry.take() {
+            self.driver.timers.remove(key);
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if Instant::now() >= this.deadline || this.driver.is_shut_down() {
+            this.cancel();
+            return Poll::Ready(());
+        }
+        let timers = &this.driver.timers;
+        match &mut this.entry {
+            None => match timers.insert(this.deadline, cx.waker().clone()) {
+                Inserted::Yes { key, unpark } => {
+                    if unpark {
+                        this.driver.unpark();
+                    }
+                    this.entry = Some((key, cx.waker().clone()));
+                }
+                Inserted::ShutDown => return Poll::Ready(()),
+            },
+            Some((key, waker)) => {
+                if !waker.will_wake(cx.waker()) {
+                    if !timers.update(*key, cx.waker()) {
+                        // Not before the deadline (checked above): the
+                        // store shut down.
+                        this.entry = None;
+                        return Poll::Ready(());
+                    }
+                    waker.clone_from(cx.waker());
+                }
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .field("registered", &self.entry.is_some())
+            .finish()
+    }
+}
+
+/// Runs `future`, giving up after `duration`: `Err(Elapsed)` if it did not
+/// complete by then (the future is dropped with the `Timeout`).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// # pool::block_on(async {
+/// let quick = pool::time::timeout(Duration::from_secs(1), async { 7 }).await;
+/// assert_eq!(quick.unwrap(), 7);
+/// # });
+/// ```
+pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
+    Timeout {
+        future,
+        sleep: sleep(duration),
+    }
+}
+
+pin_project! {
+    /// The future of [`timeout`].
+    #[must_use = "a Timeout does nothing unless awaited"]
+    #[derive(Debug)]
+    pub struct Timeout<F> {
+        #[pin]
+        future: F,
+        sleep: Sleep,
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        Pin::new(this.sleep).poll(cx).map(|()| Err(Elapsed(())))
+    }
+}
+
+/// The error of a [`timeout`] whose future did not complete in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// Ticks every `period`, the first tick at once.
+///
+/// Ticks are due at `start + k * period`; after a stall the missed ticks
+/// come at once, one per poll, until the interval has caught up (tokio's
+/// default, `MissedTickBehavior::Burst`). Each tick yields its due instant.
+///
+/// # Panics
+///
+/// If `period` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+/// use std::time::Duration;
+/// # pool::block_on(async {
+/// let mut ticks = pool::time::interval(Duration::from_millis(2));
+/// let first = ticks.next().await.unwrap();
+/// let second = ticks.next().await.unwrap();
+/// assert_eq!(second - first, Duration::from_millis(2));
+/// # });
+/// ```
+pub fn interval(period: Duration) -> Interval {
+    assert!(
+        !period.is_zero(),
+        "pool::time::interval: the period must be longer than zero"
+    );
+    Interval {
+        period,
+        sleep: sleep_until(Instant::now()),
+    }
+}
+
+/// The stream of [`interval`]: `futures::Stream<Item = Instant>`.
+#[derive(Debug)]
+#[must_use = "an Interval does nothing unless polled"]
+pub struct Interval {
+    period: Duration,
+    /// Completes at the next tick's due instant.
+    sleep: Sleep,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns its due instant.
+    pub async fn tick(&mut self) -> Instant {
+        std::future::poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick.
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        ready!(Pin::new(&mut self.sleep).poll(cx));
+        let due = self.sleep.deadline();
+        let next = due
+            .checked_add(self.period)
+            .unwrap_or_else(|| due + FAR_FUTURE);
+        self.sleep.reset(next);
+        Poll::Ready(due)
+    }
+
+    /// The period between ticks.
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+}
+
+impl Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
+    }
+}
