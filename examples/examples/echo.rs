@@ -1,7 +1,6 @@
-//! A TCP echo server on `pool`: `async-io`'s `Async<TcpListener>` (the
-//! reactor smol uses; it drives itself, so it works under any executor), one
-//! task per connection spawned with `pool::spawn`, an idle timeout from
-//! `async_io::Timer`, and a clean shutdown on Ctrl-C.
+//! A TCP echo server on `pool`'s own I/O driver: `pool::net::TcpListener`,
+//! one task per connection spawned with `pool::spawn`, an idle timeout from
+//! `pool::time::timeout`, and a clean shutdown on Ctrl-C.
 //!
 //! ```text
 //! cargo run --release -p examples --example echo -- [--addr 127.0.0.1:7000] [--idle-timeout SECS]
@@ -11,10 +10,10 @@
 //! `--addr 127.0.0.1:0` the OS picks the port), and on Ctrl-C
 //! `shut down after serving N connections`.
 
-use async_io::{Async, Timer};
 use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+use pool::net::{TcpListener, TcpStream};
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,15 +58,13 @@ fn parse_args() -> Args {
 
 /// Echo everything back until the client closes, errs, or stays silent for
 /// `idle_timeout`.
-async fn echo(mut stream: Async<TcpStream>, idle_timeout: Duration) -> io::Result<u64> {
+async fn echo(mut stream: TcpStream, idle_timeout: Duration) -> io::Result<u64> {
     let mut buf = vec![0u8; 16 * 1024];
     let mut echoed = 0;
     loop {
-        let read = future::or(stream.read(&mut buf), async {
-            Timer::after(idle_timeout).await;
-            Err(io::Error::new(io::ErrorKind::TimedOut, "idle connection"))
-        })
-        .await?;
+        let read = pool::time::timeout(idle_timeout, stream.read(&mut buf))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "idle connection"))??;
         if read == 0 {
             return Ok(echoed);
         }
@@ -79,8 +76,8 @@ async fn echo(mut stream: Async<TcpStream>, idle_timeout: Duration) -> io::Resul
 #[pool::main]
 async fn main() -> io::Result<()> {
     let args = parse_args();
-    let listener = Async::<TcpListener>::bind(args.addr)?;
-    println!("listening on {}", listener.get_ref().local_addr()?);
+    let listener = TcpListener::bind(args.addr).await?;
+    println!("listening on {}", listener.local_addr()?);
     io::stdout().flush()?;
 
     let (stop, stopped) = async_channel::bounded::<()>(1);

@@ -1,10 +1,7 @@
 //! The sleep protocol with one sleeper blocked in the I/O driver (a stand-in
 //! with the driver's `Park` contract, `park.rs`): a post, readiness and
-//! shutdown each end its sleep, and none is lost when they race. (Two
-//! sleepers, one on its condvar and one in the driver, is the model of
-//! `sleep.rs` with a driver: over a million interleavings at three
-//! preemptions, too many for CI; the wake order it would check is two passes
-//! of the same `wake_then`.)
+//! shutdown each end its sleep, and none is lost when they race; with two
+//! sleepers (one in the driver) one job wakes at most one of them.
 
 use super::park::StandInDriver;
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
@@ -131,6 +128,41 @@ fn shutdown_racing_a_worker_falling_asleep_in_the_driver_always_ends_it() {
             sleep.wake_specific_thread(0);
         }
         assert_eq!(worker.join().unwrap(), Outcome::Stopped);
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+#[test]
+fn two_sleepers_one_in_the_driver_one_injected_job_wakes_at_most_one() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("driver_two_workers_one_job", &N, || {
+        let (sleep, _driver) = sleep_with_driver(2);
+        after_earlier_work(&sleep);
+        let injector = Arc::new(Queue::new());
+        let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let (sleep, injector, latches) = (sleep.clone(), injector.clone(), latches.clone());
+                thread::spawn(move || idle_until(&sleep, i, &latches[i], &[], &injector))
+            })
+            .collect();
+        injector.push();
+        let woken = sleep.new_injected_jobs(1);
+        assert!(woken <= 1, "one job woke {woken} workers");
+        while injector.has_job() {
+            thread::yield_now();
+        }
+        for (i, latch) in latches.iter().enumerate() {
+            if latch.set() {
+                sleep.wake_specific_thread(i);
+            }
+        }
+        let outcomes: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+        assert_eq!(
+            outcomes.iter().filter(|o| **o == Outcome::Job).count(),
+            1,
+            "{outcomes:?}"
+        );
         assert_counters_at_rest(&sleep);
     });
 }
