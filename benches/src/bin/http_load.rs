@@ -1,0 +1,356 @@
+//! HTTP (and TCP echo) load on `http_server`, side by side: pool's own
+//! driver, pool over async-io, tokio and smol, 2 workers each, interleaved
+//! rounds, a fresh server per run, loaded by `wrk` (Debian package `wrk`).
+//!
+//! ```text
+//! cargo build --release -p benches --bins
+//! target/release/http_load [--rounds 3] [--secs 4] [--connections 64]
+//!     [--only pool,tokio] [--variants hello,work,echo] [--quick]
+//! ```
+//!
+//! Per runtime and variant it reports the medians over rounds of req/s (and
+//! its ratio to tokio), wrk's p50 and p99 latency, the server's CPU time per
+//! request, and the CPU of every server thread that is not a worker (the
+//! main thread, async-io's reactor), read from `/proc/PID/task`.
+//! `hello` is `GET /`; `work` is `GET /work?us=10` (10 us of CPU per
+//! request); `echo` is 64-byte round trips over raw TCP from this process's
+//! own client threads (no HTTP).
+
+use benches::{median, percentile};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUNTIMES: [&str; 4] = ["pool", "pool-async-io", "tokio", "smol"];
+const VARIANTS: [&str; 3] = ["hello", "work", "echo"];
+const ECHO_MSG: usize = 64;
+
+struct Args {
+    rounds: usize,
+    secs: u64,
+    connections: usize,
+    runtimes: Vec<String>,
+    variants: Vec<String>,
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "http_load: {problem}\nusage: http_load [--rounds N] [--secs S] [--connections C] \
+         [--only {}] [--variants {}] [--quick]",
+        RUNTIMES.join(","),
+        VARIANTS.join(",")
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        rounds: 3,
+        secs: 4,
+        connections: 64,
+        runtimes: RUNTIMES.iter().map(|s| s.to_string()).collect(),
+        variants: VARIANTS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
+        let number = |v: String| -> u64 {
+            v.parse()
+                .unwrap_or_else(|_| usage(&format!("{a} takes a number, got {v:?}")))
+        };
+        match a.as_str() {
+            "--rounds" => args.rounds = number(value()) as usize,
+            "--secs" => args.secs = number(value()),
+            "--connections" => args.connections = number(value()) as usize,
+            "--only" => args.runtimes = value().split(',').map(str::to_string).collect(),
+            "--variants" => args.variants = value().split(',').map(str::to_string).collect(),
+            "--quick" => {
+                args.rounds = 1;
+                args.secs = 1;
+                args.variants = vec!["hello".into(), "echo".into()];
+            }
+            _ => usage(&format!("unknown option {a:?}")),
+        }
+    }
+    for r in &args.runtimes {
+        if !RUNTIMES.contains(&r.as_str()) {
+            usage(&format!("unknown runtime {r:?}"));
+        }
+    }
+    for v in &args.variants {
+        if !VARIANTS.contains(&v.as_str()) {
+            usage(&format!("unknown variant {v:?}"));
+        }
+    }
+    if args.rounds == 0 || args.secs == 0 || args.connections == 0 {
+        usage("--rounds, --secs and --connections must be positive");
+    }
+    args
+}
+
+/// One run's figures.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    rps: f64,
+    p50_us: f64,
+    p99_us: f64,
+    cpu_per_req_us: f64,
+    /// CPU (ms) of each thread that is not a worker, by name.
+    others_ms: BTreeMap<String, f64>,
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn server_binary() -> PathBuf {
+    let me = std::env::current_exe().expect("own path");
+    me.with_file_name("http_server")
+}
+
+fn start(runtime: &str, echo: bool) -> (Server, String) {
+    let mut cmd = Command::new(server_binary());
+    cmd.args(["--runtime", runtime, "--workers", "2"]);
+    if echo {
+        cmd.arg("--echo");
+    }
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "start {}: {e} (build it: cargo build --release -p benches --bins)",
+                server_binary().display()
+            )
+        });
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{runtime}: unexpected first line {line:?}"))
+        .to_string();
+    (Server(child), addr)
+}
+
+/// CPU ticks (user + system) of each thread of `pid`, with its name.
+fn thread_ticks(pid: u32) -> BTreeMap<u64, (String, u64)> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let tid: u64 = entry.file_name().to_string_lossy().parse().unwrap_or(0);
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let name = stat[stat.find('(').unwrap_or(0) + 1..close].to_string();
+        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
+        // After the name: state is field 3 of the line, utime 14, stime 15.
+        let ticks = fields
+            .get(11)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            + fields
+                .get(12)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        out.insert(tid, (name, ticks));
+    }
+    out
+}
+
+fn is_worker(runtime: &str, name: &str) -> bool {
+    match runtime {
+        "pool" | "pool-async-io" => name.starts_with("pool-worker"),
+        "tokio" => name.starts_with("tokio-r"),
+        _ => name.starts_with("smol-"),
+    }
+}
+
+/// `wrk`'s latency line value ("283.00us", "1.72ms", "1.01s") in us.
+fn wrk_us(v: &str) -> f64 {
+    let (num, unit) = v.split_at(v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len()));
+    let n: f64 = num.parse().unwrap_or(f64::NAN);
+    match unit {
+        "us" => n,
+        "ms" => n * 1e3,
+        "s" => n * 1e6,
+        _ => f64::NAN,
+    }
+}
+
+/// Load `addr` with wrk; (req/s, p50 us, p99 us, requests).
+fn wrk(addr: &str, path: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) {
+    let out = Command::new("wrk")
+        .args([
+            "-t1",
+            &format!("-c{connections}"),
+            &format!("-d{secs}s"),
+            "--latency",
+            &format!("http://{addr}{path}"),
+        ])
+        .output()
+        .unwrap_or_else(|e| {
+            eprintln!("http_load: cannot run wrk ({e}): install it with `apt-get install wrk`");
+            std::process::exit(2)
+        });
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (mut rps, mut p50, mut p99, mut requests) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["Requests/sec:", v] => rps = v.parse().unwrap_or(f64::NAN),
+            ["50%", v] => p50 = wrk_us(v),
+            ["99%", v] => p99 = wrk_us(v),
+            [n, "requests", "in", ..] => requests = n.parse().unwrap_or(f64::NAN),
+            _ => {}
+        }
+    }
+    assert!(
+        rps.is_finite(),
+        "wrk printed no Requests/sec:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (rps, p50, p99, requests)
+}
+
+/// 64-byte round trips on `connections` connections for `secs`; (round
+/// trips/s, p50 us, p99 us, round trips).
+fn echo_load(addr: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) {
+    let stop = Instant::now() + Duration::from_secs(secs);
+    let threads: Vec<_> = (0..connections)
+        .map(|_| {
+            let addr = addr.to_string();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(&addr).unwrap();
+                s.set_nodelay(true).unwrap();
+                let msg = [7u8; ECHO_MSG];
+                let mut back = [0u8; ECHO_MSG];
+                let mut lat = Vec::with_capacity(1 << 16);
+                while Instant::now() < stop {
+                    let t = Instant::now();
+                    s.write_all(&msg).unwrap();
+                    s.read_exact(&mut back).unwrap();
+                    lat.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                lat
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let mut all: Vec<f64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let n = all.len() as f64;
+    let rate = n / start.elapsed().as_secs_f64();
+    let p50 = percentile(&mut all, 50.0);
+    let p99 = percentile(&mut all, 99.0);
+    (rate, p50, p99, n)
+}
+
+fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
+    let echo = variant == "echo";
+    let (server, addr) = start(runtime, echo);
+    let pid = server.0.id();
+    // Let the server settle: its workers fall asleep.
+    std::thread::sleep(Duration::from_millis(100));
+    let before = thread_ticks(pid);
+    let (rps, p50_us, p99_us, requests) = match variant {
+        "hello" => wrk(&addr, "/", args.connections, args.secs),
+        "work" => wrk(&addr, "/work?us=10", args.connections, args.secs),
+        _ => echo_load(&addr, args.connections, args.secs),
+    };
+    let after = thread_ticks(pid);
+    drop(server);
+    // SAFETY: sysconf only reads a system constant.
+    let tick_ms = 1000.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let mut total_ms = 0.0;
+    let mut others_ms = BTreeMap::new();
+    for (tid, (name, ticks)) in &after {
+        let used = ticks - before.get(tid).map_or(0, |b| b.1);
+        let ms = used as f64 * tick_ms;
+        total_ms += ms;
+        if !is_worker(runtime, name) {
+            *others_ms.entry(name.clone()).or_insert(0.0) += ms;
+        }
+    }
+    Run {
+        rps,
+        p50_us,
+        p99_us,
+        cpu_per_req_us: total_ms * 1e3 / requests,
+        others_ms,
+    }
+}
+
+fn main() {
+    let args = parse_args();
+    println!(
+        "http_load: {} round(s) of {} s, {} connections, 2 workers per server",
+        args.rounds, args.secs, args.connections
+    );
+    for variant in &args.variants {
+        let mut runs: BTreeMap<&str, Vec<Run>> = BTreeMap::new();
+        for round in 0..args.rounds {
+            // Interleaved, and each round starts with the next runtime.
+            let n = args.runtimes.len();
+            for i in 0..n {
+                let runtime = args.runtimes[(i + round) % n].as_str();
+                let run = run_once(runtime, variant, &args);
+                eprintln!(
+                    "  {variant} round {round} {runtime}: {:.0}/s p50 {:.0} us p99 {:.0} us",
+                    run.rps, run.p50_us, run.p99_us
+                );
+                runs.entry(runtime).or_default().push(run);
+            }
+        }
+        let med =
+            |rs: &[Run], f: fn(&Run) -> f64| median(&mut rs.iter().map(f).collect::<Vec<_>>());
+        let tokio_rps = runs.get("tokio").map(|r| med(r, |r| r.rps));
+        println!("\n### {variant}\n");
+        println!("| runtime | req/s (median) | vs tokio | p50 | p99 | server CPU per request | CPU of non-worker threads (ms, median) |");
+        println!("|---|--:|--:|--:|--:|--:|---|");
+        for runtime in &args.runtimes {
+            let rs = &runs[runtime.as_str()];
+            let rps = med(rs, |r| r.rps);
+            let ratio = tokio_rps.map_or("-".to_string(), |t| format!("{:.2}", rps / t));
+            let mut names: Vec<&String> = rs.iter().flat_map(|r| r.others_ms.keys()).collect();
+            names.sort();
+            names.dedup();
+            let others: Vec<String> = names
+                .iter()
+                .map(|name| {
+                    let mut v: Vec<f64> = rs
+                        .iter()
+                        .map(|r| r.others_ms.get(*name).copied().unwrap_or(0.0))
+                        .collect();
+                    format!("{name} {:.0}", median(&mut v))
+                })
+                .collect();
+            println!(
+                "| {runtime} | {rps:.0} | {ratio} | {:.0} us | {:.0} us | {:.1} us | {} |",
+                med(rs, |r| r.p50_us),
+                med(rs, |r| r.p99_us),
+                med(rs, |r| r.cpu_per_req_us),
+                others.join(", ")
+            );
+        }
+    }
+}

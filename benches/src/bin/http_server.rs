@@ -1,0 +1,211 @@
+//! The server side of `http_load`: a hyper 1.x HTTP/1.1 hello-world server
+//! (or a TCP echo server) on one of four runtimes, 2 worker threads each.
+//!
+//! ```text
+//! http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N]
+//! ```
+//!
+//! * `pool`: pool's own driver (`pool::net`, `pool::hyper::Io`).
+//! * `pool-async-io`: pool's workers, I/O through async-io's reactor thread
+//!   (`async_io::Async`, the same `Io` adapter).
+//! * `tokio`: tokio's multi-thread runtime, hyper-util's `TokioIo`.
+//! * `smol`: async-executor run by N threads, each in
+//!   `async_io::block_on(ex.run(..))`.
+//!
+//! Requests to `/work?us=N` spin N microseconds of CPU before answering. No
+//! runtime gets a hyper timer (no header-read timeout): the same work on
+//! each. It prints `listening on ADDR` and serves until killed.
+
+use async_io::Async;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use std::convert::Infallible;
+use std::future::Future;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn usage(problem: &str) -> ! {
+    eprintln!("http_server: {problem}\nusage: http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N]");
+    std::process::exit(2)
+}
+
+async fn hello(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.uri().path() == "/work" {
+        let us: u64 = req
+            .uri()
+            .query()
+            .and_then(|q| q.strip_prefix("us="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(10);
+        let until = Instant::now() + Duration::from_micros(us);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(
+        b"Hello, World!",
+    ))))
+}
+
+fn listening(addr: SocketAddr) {
+    println!("listening on {addr}");
+    std::io::stdout().flush().unwrap();
+}
+
+/// Echo until EOF over any futures-io stream.
+async fn echo_io<S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin>(mut s: S) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf).await {
+        if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Serve hyper's HTTP/1.1 on a futures-io stream, spawning with `exec`.
+async fn http1_io<S>(stream: S)
+where
+    S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + Send + 'static,
+{
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(pool::hyper::Io::new(stream), service_fn(hello))
+        .await;
+}
+
+fn run_pool(workers: usize, echo: bool) {
+    let p = pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .unwrap();
+    p.block_on(async {
+        let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listening(listener.local_addr().unwrap());
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            drop(pool::spawn(async move {
+                if echo {
+                    echo_io(stream).await
+                } else {
+                    http1_io(stream).await
+                }
+            }));
+        }
+    });
+}
+
+fn run_pool_async_io(workers: usize, echo: bool) {
+    let p = pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .unwrap();
+    p.block_on(async {
+        let listener = Async::<TcpListener>::bind(([127, 0, 0, 1], 0)).unwrap();
+        listening(listener.get_ref().local_addr().unwrap());
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            stream.get_ref().set_nodelay(true).unwrap();
+            drop(pool::spawn(async move {
+                if echo {
+                    echo_io(stream).await
+                } else {
+                    http1_io(stream).await
+                }
+            }));
+        }
+    });
+}
+
+fn run_tokio(workers: usize, echo: bool) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_io()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listening(listener.local_addr().unwrap());
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            tokio::spawn(async move {
+                if echo {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let mut buf = [0u8; 4096];
+                    while let Ok(n) = stream.read(&mut buf).await {
+                        if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(hello))
+                        .await;
+                }
+            });
+        }
+    });
+}
+
+fn run_smol(workers: usize, echo: bool) {
+    let ex = Arc::new(async_executor::Executor::new());
+    for i in 0..workers {
+        let ex = ex.clone();
+        std::thread::Builder::new()
+            .name(format!("smol-{i}"))
+            .spawn(move || async_io::block_on(ex.run(std::future::pending::<()>())))
+            .unwrap();
+    }
+    let serve = {
+        let ex = ex.clone();
+        async move {
+            let listener = Async::<TcpListener>::bind(([127, 0, 0, 1], 0)).unwrap();
+            listening(listener.get_ref().local_addr().unwrap());
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                stream.get_ref().set_nodelay(true).unwrap();
+                let conn: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = if echo {
+                    Box::pin(echo_io(stream))
+                } else {
+                    Box::pin(http1_io(stream))
+                };
+                ex.spawn(conn).detach();
+            }
+        }
+    };
+    // The accept loop runs on the executor too: this thread only waits.
+    let accept = ex.spawn(serve);
+    async_io::block_on(accept);
+}
+
+fn main() {
+    let mut runtime = None;
+    let mut echo = false;
+    let mut workers = 2;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--runtime" => runtime = it.next(),
+            "--echo" => echo = true,
+            "--workers" => {
+                workers = it
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| usage("--workers takes a number"))
+            }
+            _ => usage(&format!("unknown option {a:?}")),
+        }
+    }
+    match runtime.as_deref() {
+        Some("pool") => run_pool(workers, echo),
+        Some("pool-async-io") => run_pool_async_io(workers, echo),
+        Some("tokio") => run_tokio(workers, echo),
+        Some("smol") => run_smol(workers, echo),
+        _ => usage("--runtime is pool, pool-async-io, tokio or smol"),
+    }
+}
