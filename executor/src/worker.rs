@@ -232,9 +232,10 @@ impl WorkerThread {
     /// worker's deque (`schedule_local`), a warm thread for the connection,
     /// and are posted together as internal jobs: a sleeper is woken only if
     /// no awake worker is idle to steal them.
-    fn wake_ready(&self, wakers: &mut Vec<Waker>) {
+    /// True if this pool's tasks were among them.
+    fn wake_ready(&self, wakers: &mut Vec<Waker>) -> bool {
         if wakers.is_empty() {
-            return;
+            return false;
         }
         self.io_batch.set(Some(0));
         for waker in wakers.drain(..) {
@@ -247,21 +248,25 @@ impl WorkerThread {
                 self.stats().bump_owned(|s| &s.wakeups, woken as u64);
             }
         }
+        n > 0
     }
 
-    /// A busy worker's poll of the driver: without blocking, and only if
-    /// there is something to poll for and nobody else holds it.
-    fn poll_driver(&self) {
+    /// A poll of the driver without blocking, only if there is something
+    /// to poll for and nobody else holds it: by a busy worker now and then,
+    /// and by a worker that just ran out of work, before it searches
+    /// others' deques. True if it found work for this pool.
+    fn poll_driver(&self) -> bool {
         let io = &self.registry.io;
         if !io.has_interest() || !io.try_acquire() {
-            return;
+            return false;
         }
         let mut wakers = self.io_wakers.take();
         io.poll(false, &mut wakers);
         io.release();
         self.stats().bump_owned(|s| &s.driver_polls, 1);
-        self.wake_ready(&mut wakers);
+        let found = self.wake_ready(&mut wakers);
         self.io_wakers.set(wakers);
+        found
     }
 
     /// One search, in the order of the module invariants.
@@ -269,7 +274,7 @@ impl WorkerThread {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % DRIVER_INTERVAL == 0 {
-            self.poll_driver();
+            let _ = self.poll_driver();
         }
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(r) = self.steal_injected() {
@@ -343,11 +348,20 @@ impl WorkerThread {
             // no finished task alive.
             self.flush_removals();
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
+            // Out of work: readiness the driver holds is the likeliest next
+            // work of a server, so look there once before searching rounds.
+            let mut polled_driver = false;
             while !latch.probe() {
                 if let Some(r) = self.find_work() {
                     sleep.work_found();
                     self.execute(r);
                     continue 'active;
+                }
+                if !polled_driver {
+                    polled_driver = true;
+                    if self.poll_driver() {
+                        continue;
+                    }
                 }
                 let mut wakers = self.io_wakers.take();
                 sleep.no_work_found(
@@ -358,7 +372,7 @@ impl WorkerThread {
                     &mut wakers,
                 );
                 // A sleep in the driver may end with I/O or timers ready.
-                self.wake_ready(&mut wakers);
+                let _ = self.wake_ready(&mut wakers);
                 self.io_wakers.set(wakers);
             }
             sleep.work_found();

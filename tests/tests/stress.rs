@@ -226,3 +226,53 @@ fn pools_created_and_dropped_with_work_in_flight() {
         );
     }
 }
+
+/// TCP ping-pong through the pool's own driver, with idle gaps: between
+/// rounds every worker falls asleep (one in the driver), and the next round
+/// must wake it both by I/O (the server's read) and by spawns (the client's
+/// task, injected from this thread). A third as many rounds as ping-pong.
+#[test]
+fn tcp_ping_pong_with_idle_gaps_wakes_the_driver_sleeper() {
+    use futures::{AsyncReadExt, AsyncWriteExt};
+    let n = rounds() / 3;
+    for workers in [1, 2] {
+        let p = pool(workers);
+        let addr = p.block_on(async {
+            let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            drop(pool::spawn(async move {
+                loop {
+                    let (mut s, _) = listener.accept().await.unwrap();
+                    drop(pool::spawn(async move {
+                        let mut buf = [0u8; 8];
+                        while s.read_exact(&mut buf).await.is_ok() {
+                            if s.write_all(&buf).await.is_err() {
+                                return;
+                            }
+                        }
+                    }));
+                }
+            }));
+            addr
+        });
+        let mut rng = Rng::new(workers as u64);
+        for round in 0..n {
+            let gap = rng.micros(300);
+            let p2 = p.clone();
+            let what = format!("tcp ping-pong round {round} of {n} on {workers} workers");
+            watchdog(&what, ROUND_LIMIT_SECS, move || {
+                std::thread::sleep(gap);
+                let client = p2.spawn(async move {
+                    let mut s = pool::net::TcpStream::connect(addr).await.unwrap();
+                    for i in 0..4u64 {
+                        s.write_all(&i.to_le_bytes()).await.unwrap();
+                        let mut back = [0u8; 8];
+                        s.read_exact(&mut back).await.unwrap();
+                        assert_eq!(u64::from_le_bytes(back), i);
+                    }
+                });
+                p2.block_on(client).unwrap();
+            });
+        }
+    }
+}
