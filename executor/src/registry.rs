@@ -252,6 +252,17 @@ impl Registry {
         !self.injector.is_empty()
     }
 
+    /// The pool's I/O driver, for a new socket or timer: the first such use
+    /// lets a sleeper block in the driver from then on (`Sleep::enable_driver`).
+    #[inline]
+    pub(crate) fn io_driver(&self) -> &Arc<Driver> {
+        let woken = self.sleep.enable_driver();
+        if woken > 0 {
+            self.count(self.local_worker(), |s| &s.wakeups, woken as u64);
+        }
+        &self.io
+    }
+
     /// Wake worker `index` if it sleeps (its latch was set), and count it.
     pub(crate) fn wake_worker(&self, index: usize) {
         if self.sleep.wake_specific_thread(index) {

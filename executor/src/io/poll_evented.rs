@@ -29,7 +29,7 @@ pub(crate) struct PollEvented<S: Source> {
 impl<S: Source> PollEvented<S> {
     /// Register `source` with the current pool's driver.
     pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
-        let driver = crate::pool::with_current(|registry| Arc::clone(&registry.io));
+        let driver = crate::pool::with_current(|registry| Arc::clone(registry.io_driver()));
         let (token, io) = driver.register(&mut source)?;
         Ok(PollEvented {
             source,

@@ -14,7 +14,10 @@ use std::task::Waker;
 fn sleep_with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
     let driver = Arc::new(StandInDriver::default());
     let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(ForwardPark(driver.clone()));
-    (Arc::new(Sleep::new(workers, None, Some(park))), driver)
+    let sleep = Arc::new(Sleep::new(workers, None, Some(park)));
+    // As after the pool's first socket or timer.
+    sleep.enable_driver();
+    (sleep, driver)
 }
 
 /// `Sleep` holds a `std::sync::Arc<dyn Park>`; the model keeps a loom `Arc`

@@ -36,7 +36,7 @@ use crate::counters::{AtomicCounters, JobsEventCounter};
 use crate::deadlock::DeadlockDetector;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
-use crate::sync::{fence, yield_now, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{fence, yield_now, AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
 use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 use std::task::Waker;
@@ -219,6 +219,11 @@ pub(crate) struct Sleep {
     deadlock: Option<DeadlockDetector>,
     /// The I/O driver that one sleeper blocks in (absent in some models).
     driver: Option<Arc<dyn Park>>,
+    /// Set once the pool has used I/O or timers (`enable_driver`); until
+    /// then every sleeper blocks on its condvar, so a pool that never does
+    /// I/O sleeps and wakes exactly as without a driver. Read by a sleeper
+    /// under its own sleep lock; see `enable_driver`.
+    driver_enabled: AtomicBool,
 }
 
 impl Sleep {
@@ -235,7 +240,30 @@ impl Sleep {
                 .collect(),
             deadlock,
             driver,
+            driver_enabled: AtomicBool::new(false),
         }
+    }
+
+    /// The pool registered its first socket or timer: from now on one
+    /// sleeper blocks in the driver. Wakes every worker asleep on its
+    /// condvar, so that one of them goes back to sleep in the driver.
+    ///
+    /// No sleeper is missed: a sleeper reads the flag while it holds its
+    /// sleep lock, from before it commits until it blocks. If it read
+    /// `false`, our lock of its state below comes after its block and wakes
+    /// it; if our lock came first, our store happened before it, and the
+    /// sleeper, locking after us, reads `true`. Returns the workers woken.
+    pub(crate) fn enable_driver(&self) -> usize {
+        // Relaxed fast path: once set, the flag never changes.
+        if self.driver.is_none() || self.driver_enabled.load(Ordering::Relaxed) {
+            return 0;
+        }
+        if self.driver_enabled.swap(true, Ordering::SeqCst) {
+            return 0;
+        }
+        (0..self.worker_sleep_states.len())
+            .filter(|&index| self.wake_thread_if(index, |how| how == Blocked::OnCondvar))
+            .count()
     }
 
     /// The counters as they are now, for the loom models' final checks.
@@ -377,7 +405,12 @@ impl Sleep {
             // (`wake_any_threads`), so the driver's sleeper is the last
             // worker to be woken: while any worker sleeps, one of them
             // waits for I/O and timers.
-            match self.driver.as_deref().filter(|d| d.try_acquire()) {
+            // Read under our sleep lock: see `enable_driver`.
+            let driver = self
+                .driver
+                .as_deref()
+                .filter(|_| self.driver_enabled.load(Ordering::SeqCst));
+            match driver.filter(|d| d.try_acquire()) {
                 Some(driver) => {
                     sleep_state.block_in_driver(is_blocked, driver, wakers, before_wait, || {
                         self.counters.sub_sleeping_thread();

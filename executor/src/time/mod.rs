@@ -72,7 +72,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
-        driver: crate::pool::with_current(|registry| Arc::clone(&registry.io)),
+        driver: crate::pool::with_current(|registry| Arc::clone(registry.io_driver())),
         entry: None,
     }
 }
