@@ -4,9 +4,12 @@
 //! waiting for it: insert, cancel and update are O(log n), the next deadline
 //! is the first key, and firing pops from the front. A hierarchical wheel
 //! (tokio's) makes insert O(1) but rounds deadlines to its slots and costs a
-//! fixed wheel per pool; measured with `cargo run --release -p benches --bin
-//! timers`, 100 000 concurrent timers insert, fire and cancel here in a few
-//! tens of milliseconds (docs/BENCHMARKS.md), which is far from mattering.
+//! fixed wheel per pool. Measured with `cargo run --release -p benches --bin
+//! timers` (100 000 concurrent timers of 1..=100 ms on 2 workers, beside
+//! tokio): 160 ms from first spawn to last wake against tokio's 195 ms, and
+//! lateness p50 / p99 of 0.3 / 1.6 ms against 2.5 / 21 ms
+//! (docs/BENCHMARKS.md). One lock per pool is the cost to watch when many
+//! workers insert timers at once.
 //!
 //! # Invariants
 //!
