@@ -14,18 +14,15 @@
 //! 127.0.0.1:0` the OS picks the port), and on Ctrl-C `shut down after
 //! serving N connections`.
 
+use examples::http::hello;
 use futures_lite::future;
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
-use hyper::{Request, Response, StatusCode};
 use hyper_util::server::conn::auto;
 use pool::hyper::{Executor, Io, Timer};
 use pool::net::TcpListener;
-use std::convert::Infallible;
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long connections get to finish after Ctrl-C.
 const GRACE: Duration = Duration::from_secs(5);
@@ -66,33 +63,6 @@ fn parse_args() -> Args {
         }
     }
     args
-}
-
-/// `/`: a greeting. `/work?us=N`: the greeting after N microseconds of CPU.
-async fn hello(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    match req.uri().path() {
-        "/" => {}
-        "/work" => {
-            let us: u64 = req
-                .uri()
-                .query()
-                .and_then(|q| q.strip_prefix("us="))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(10);
-            let until = Instant::now() + Duration::from_micros(us);
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        }
-        _ => {
-            let mut not_found = Response::new(Full::new(Bytes::from_static(b"not found\n")));
-            *not_found.status_mut() = StatusCode::NOT_FOUND;
-            return Ok(not_found);
-        }
-    }
-    Ok(Response::new(Full::new(Bytes::from_static(
-        b"Hello, World!",
-    ))))
 }
 
 async fn serve(addr: SocketAddr) -> io::Result<u64> {

@@ -7,20 +7,7 @@ use hyper::body::Bytes;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use tests::watchdog;
-
-/// Kills the server if the test fails, so no orphan keeps the test's output
-/// pipes open.
-struct KillOnDrop(Option<std::process::Child>);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
+use tests::{watchdog, ListeningServer};
 
 /// One HTTP/1.1 request on a kept-alive connection; the response's status
 /// line and body.
@@ -47,22 +34,12 @@ fn get(stream: &mut TcpStream, path: &str) -> (String, String) {
 
 #[test]
 fn http1_and_http2_requests_are_served_and_ctrl_c_stops_the_server() {
-    let mut server = Command::new(tests::example_binary("http"))
-        .args(["--addr", "127.0.0.1:0", "--workers", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the http example");
-    let pid = server.id();
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
-    let mut guard = KillOnDrop(Some(server));
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let addr = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_string();
+    let server = ListeningServer::start(
+        Command::new(tests::example_binary("http"))
+            .args(["--addr", "127.0.0.1:0", "--workers", "2"])
+            .stderr(Stdio::null()),
+    );
+    let addr = server.addr.clone();
 
     let a = addr.clone();
     watchdog("http/1.1 clients", 60, move || {
@@ -113,13 +90,7 @@ fn http1_and_http2_requests_are_served_and_ctrl_c_stops_the_server() {
     });
 
     // Ctrl-C: the server stops accepting, finishes its connections, exits 0.
-    // SAFETY: `kill` only sends a signal to the child we started.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
-    assert_eq!(rc, 0);
-    let mut server = guard.0.take().unwrap();
-    let status = watchdog("http shutdown", 20, move || server.wait().unwrap());
+    let (status, rest) = server.interrupt(20);
     assert!(status.success(), "{status:?}");
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).unwrap();
     assert_eq!(rest.trim(), "shut down after serving 9 connections");
 }

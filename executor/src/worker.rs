@@ -34,6 +34,7 @@ use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::owned::Slot;
 use crate::registry::{steal_one, Registry};
+use crate::sleep::Park;
 use crate::task::Runnable;
 use async_task::ScheduleInfo;
 use crossbeam_deque::{Steal, Worker};

@@ -129,3 +129,67 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
     );
     path
 }
+
+/// A server process that prints `listening on ADDR` as its first line: the
+/// examples' servers and the benchmarks' `http_server`. Killed when dropped,
+/// so a failing test leaves no orphan holding its output pipes.
+pub struct ListeningServer {
+    child: Option<std::process::Child>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// The address from the first line.
+    pub addr: String,
+}
+
+impl ListeningServer {
+    /// Start `cmd` with its stdout piped and read its first line.
+    pub fn start(cmd: &mut std::process::Command) -> ListeningServer {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut first = String::new();
+        stdout
+            .read_line(&mut first)
+            .expect("read the server's first line");
+        let addr = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{cmd:?}: unexpected first line {first:?}"))
+            .to_string();
+        ListeningServer {
+            child: Some(child),
+            stdout,
+            addr,
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Ctrl-C (SIGINT), then wait up to `secs` for the exit: its status and
+    /// everything it printed after the first line.
+    pub fn interrupt(mut self, secs: u64) -> (std::process::ExitStatus, String) {
+        use std::io::Read;
+        // SAFETY: `kill` only sends a signal to the child we started.
+        let rc = unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(rc, 0, "SIGINT to the server");
+        let mut child = self.child.take().expect("running");
+        let status = watchdog("server shutdown", secs, move || child.wait().unwrap());
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        (status, rest)
+    }
+}
+
+impl Drop for ListeningServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -18,11 +18,12 @@
 
 use benches::{median, percentile};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tests::ListeningServer;
 
 const RUNTIMES: [&str; 4] = ["pool", "pool-async-io", "tokio", "smol"];
 const VARIANTS: [&str; 3] = ["hello", "work", "echo"];
@@ -105,46 +106,26 @@ struct Run {
     others_ms: BTreeMap<String, f64>,
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn server_binary() -> PathBuf {
     let me = std::env::current_exe().expect("own path");
     me.with_file_name("http_server")
 }
 
-fn start(runtime: &str, echo: bool) -> (Server, String) {
-    let mut cmd = Command::new(server_binary());
+fn start(runtime: &str, echo: bool) -> ListeningServer {
+    let binary = server_binary();
+    if !binary.exists() {
+        eprintln!(
+            "http_load: {} not found: build it with `cargo build --release -p benches --bins`",
+            binary.display()
+        );
+        std::process::exit(2);
+    }
+    let mut cmd = Command::new(binary);
     cmd.args(["--runtime", runtime, "--workers", "2"]);
     if echo {
         cmd.arg("--echo");
     }
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "start {}: {e} (build it: cargo build --release -p benches --bins)",
-                server_binary().display()
-            )
-        });
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{runtime}: unexpected first line {line:?}"))
-        .to_string();
-    (Server(child), addr)
+    ListeningServer::start(cmd.stderr(Stdio::inherit()))
 }
 
 /// CPU ticks (user + system) of each thread of `pid`, with its name.
@@ -267,8 +248,8 @@ fn echo_load(addr: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) 
 
 fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let echo = variant == "echo";
-    let (server, addr) = start(runtime, echo);
-    let pid = server.0.id();
+    let server = start(runtime, echo);
+    let (pid, addr) = (server.pid(), server.addr.clone());
     // Let the server settle: its workers fall asleep.
     std::thread::sleep(Duration::from_millis(100));
     let before = thread_ticks(pid);

@@ -12,44 +12,23 @@
 //! * `smol`: async-executor run by N threads, each in
 //!   `async_io::block_on(ex.run(..))`.
 //!
-//! Requests to `/work?us=N` spin N microseconds of CPU before answering. No
-//! runtime gets a hyper timer (no header-read timeout): the same work on
+//! The service is the HTTP example's (`examples::http::hello`): requests to
+//! `/work?us=N` spin N microseconds of CPU before answering. No runtime gets
+//! a hyper timer (no header-read timeout): the same work on
 //! each. It prints `listening on ADDR` and serves until killed.
 
 use async_io::Async;
+use examples::http::hello;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
 use hyper::service::service_fn;
-use hyper::{Request, Response};
-use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 fn usage(problem: &str) -> ! {
     eprintln!("http_server: {problem}\nusage: http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N]");
     std::process::exit(2)
-}
-
-async fn hello(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    if req.uri().path() == "/work" {
-        let us: u64 = req
-            .uri()
-            .query()
-            .and_then(|q| q.strip_prefix("us="))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(10);
-        let until = Instant::now() + Duration::from_micros(us);
-        while Instant::now() < until {
-            std::hint::spin_loop();
-        }
-    }
-    Ok(Response::new(Full::new(Bytes::from_static(
-        b"Hello, World!",
-    ))))
 }
 
 fn listening(addr: SocketAddr) {

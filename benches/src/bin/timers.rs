@@ -10,32 +10,56 @@
 //! first spawn to the last wake, and the median and p99 lateness.
 
 use benches::{median, percentile};
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 fn spread(i: u64) -> Duration {
     Duration::from_millis(1 + i % 100)
 }
 
+type Timed = Pin<Box<dyn Future<Output = f64> + Send>>;
+
+/// Spawn `n` tasks (with `spawn`, which gives a future of the task's output)
+/// that each `sleep` for their `spread` and report their lateness in us;
+/// wait for all. The wall time from the first spawn, and the latenesses.
+async fn measure<H, S>(
+    n: u64,
+    spawn: impl Fn(Timed) -> H,
+    sleep: fn(Duration) -> S,
+) -> (Duration, Vec<f64>)
+where
+    H: Future<Output = f64>,
+    S: Future<Output = ()> + Send + 'static,
+{
+    let start = Instant::now();
+    let tasks: Vec<H> = (0..n)
+        .map(|i| {
+            spawn(Box::pin(async move {
+                let d = spread(i);
+                let t = Instant::now();
+                sleep(d).await;
+                (t.elapsed() - d).as_secs_f64() * 1e6
+            }))
+        })
+        .collect();
+    let mut late = Vec::with_capacity(n as usize);
+    for t in tasks {
+        late.push(t.await);
+    }
+    (start.elapsed(), late)
+}
+
 fn run_pool(n: u64) -> (Duration, Vec<f64>) {
     let p = pool::Builder::new().worker_threads(2).build().unwrap();
-    p.block_on(async {
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..n)
-            .map(|i| {
-                pool::spawn(async move {
-                    let d = spread(i);
-                    let t = Instant::now();
-                    pool::time::sleep(d).await;
-                    (t.elapsed() - d).as_secs_f64() * 1e6
-                })
-            })
-            .collect();
-        let mut late = Vec::with_capacity(n as usize);
-        for t in tasks {
-            late.push(t.await.unwrap());
-        }
-        (start.elapsed(), late)
-    })
+    p.block_on(measure(
+        n,
+        |f| {
+            let h = pool::spawn(f);
+            async move { h.await.unwrap() }
+        },
+        pool::time::sleep,
+    ))
 }
 
 fn run_tokio(n: u64) -> (Duration, Vec<f64>) {
@@ -44,24 +68,14 @@ fn run_tokio(n: u64) -> (Duration, Vec<f64>) {
         .enable_time()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let start = Instant::now();
-        let tasks: Vec<_> = (0..n)
-            .map(|i| {
-                tokio::spawn(async move {
-                    let d = spread(i);
-                    let t = Instant::now();
-                    tokio::time::sleep(d).await;
-                    (t.elapsed() - d).as_secs_f64() * 1e6
-                })
-            })
-            .collect();
-        let mut late = Vec::with_capacity(n as usize);
-        for t in tasks {
-            late.push(t.await.unwrap());
-        }
-        (start.elapsed(), late)
-    })
+    rt.block_on(measure(
+        n,
+        |f| {
+            let h = tokio::spawn(f);
+            async move { h.await.unwrap() }
+        },
+        tokio::time::sleep,
+    ))
 }
 
 fn main() {

@@ -167,25 +167,6 @@ impl Driver {
         sources.free.push(index);
     }
 
-    /// Take the driver for this thread; false if another thread has it, or
-    /// it is shut down.
-    #[inline]
-    pub(crate) fn try_acquire(&self) -> bool {
-        !self.is_shut_down()
-            && !self.held.load(Ordering::Relaxed)
-            // Acquire: pairs with `release`, so the previous holder's use of
-            // `core` happened before ours.
-            && self
-                .held
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-    }
-
-    #[inline]
-    pub(crate) fn release(&self) {
-        self.held.store(false, Ordering::Release);
-    }
-
     /// The holder: poll the OS, blocking until an event, the next timer
     /// deadline or `unpark` when `block`, else not at all. The wakers of
     /// what became ready (I/O and due timers) go into `wakers`.
@@ -243,14 +224,6 @@ impl Driver {
         }
     }
 
-    /// Any thread: make the holder's blocking poll return (or the next one,
-    /// if none is in progress).
-    pub(crate) fn unpark(&self) {
-        // An eventfd write; it fails only if the counter would overflow, and
-        // then a wakeup is pending anyway.
-        let _ = self.waker.wake();
-    }
-
     /// The OS poll failed (not interrupted): report it once and shut down,
     /// rather than spin on the error. Sockets then fail, timers complete.
     #[cold]
@@ -276,21 +249,34 @@ impl Driver {
     }
 }
 
+/// The driver as the sleep manager (and a busy worker) holds it.
 impl Park for Driver {
+    /// False also once the driver is shut down.
+    #[inline]
     fn try_acquire(&self) -> bool {
-        Driver::try_acquire(self)
+        !self.is_shut_down()
+            && !self.held.load(Ordering::Relaxed)
+            // Acquire: pairs with `release`, so the previous holder's use of
+            // `core` happened before ours.
+            && self
+                .held
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
     }
 
     fn park(&self, wakers: &mut Vec<Waker>) {
         self.poll(true, wakers);
     }
 
+    #[inline]
     fn release(&self) {
-        Driver::release(self);
+        self.held.store(false, Ordering::Release);
     }
 
     fn unpark(&self) {
-        Driver::unpark(self);
+        // An eventfd write; it fails only if the counter would overflow, and
+        // then a wakeup is pending anyway.
+        let _ = self.waker.wake();
     }
 }
 

@@ -176,15 +176,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_clear_after_a_newer_event_keeps_the_readiness() {
+    /// A new source, a counting waker, and the readable event every new
+    /// source starts with.
+    fn new_source() -> (ScheduledIo, Arc<Count>, Waker, ReadyEvent) {
         let io = ScheduledIo::new();
         let count = Arc::new(Count(AtomicUsize::new(0)));
         let waker = Waker::from(count.clone());
-        let mut cx = Context::from_waker(&waker);
-        let Poll::Ready(Ok(seen)) = io.poll_ready(&mut cx, Direction::Read) else {
+        let Poll::Ready(Ok(seen)) =
+            io.poll_ready(&mut Context::from_waker(&waker), Direction::Read)
+        else {
             panic!("a new source starts out readable");
         };
+        (io, count, waker, seen)
+    }
+
+    #[test]
+    fn a_clear_after_a_newer_event_keeps_the_readiness() {
+        let (io, _count, waker, seen) = new_source();
+        let mut cx = Context::from_waker(&waker);
         // An event lands between the task's read and its clear.
         let mut wakers = Vec::new();
         io.set_ready(READABLE, &mut wakers);
@@ -197,13 +206,8 @@ mod tests {
 
     #[test]
     fn a_waiting_task_is_woken_once_by_an_event_and_not_by_the_other_direction() {
-        let io = ScheduledIo::new();
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (io, count, waker, seen) = new_source();
         let mut cx = Context::from_waker(&waker);
-        let Poll::Ready(Ok(seen)) = io.poll_ready(&mut cx, Direction::Read) else {
-            panic!("a new source starts out readable");
-        };
         io.clear(seen);
         assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());
         assert!(io.poll_ready(&mut cx, Direction::Read).is_pending());

@@ -1,23 +1,35 @@
 //! The sleep protocol with one sleeper blocked in the I/O driver (a stand-in
-//! with the driver's `Park` contract, `park.rs`): a post, readiness and
-//! shutdown each end its sleep, and none is lost when they race; with two
-//! sleepers (one in the driver) one job wakes at most one of them.
+//! with the driver's `Park` contract, `park.rs`): the models of `sleep.rs`
+//! (an injected job, shutdown, two sleepers) run again with a driver, and
+//! readiness racing a post loses neither and counts the sleeper woken once;
+//! enabling the driver (a pool's first socket) never misses a sleeper.
 
 use super::park::StandInDriver;
-use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
+use super::sleep::{
+    after_earlier_work, assert_counters_at_rest, idle_until, idle_until_job, injected_job_model,
+    shutdown_model, two_sleepers_model, Outcome, Queue,
+};
 use crate::latch::CoreLatch;
 use crate::sleep::{Park, Sleep};
 use loom::sync::Arc;
 use loom::thread;
 use std::task::Waker;
 
-fn sleep_with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
-    let driver = Arc::new(StandInDriver::default());
-    let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(ForwardPark(driver.clone()));
-    let sleep = Arc::new(Sleep::new(workers, None, Some(park)));
+/// A `Sleep` whose first sleeper blocks in a stand-in driver, as in a pool
+/// that has used I/O; and that driver, to deliver readiness.
+fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
+    let (sleep, driver) = with_driver_disabled(workers);
     // As after the pool's first socket or timer.
     sleep.enable_driver();
     (sleep, driver)
+}
+
+/// As a new pool: the driver is there, but sleepers use their condvars until
+/// the first socket or timer enables it.
+fn with_driver_disabled(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
+    let driver = Arc::new(StandInDriver::default());
+    let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(ForwardPark(driver.clone()));
+    (Arc::new(Sleep::new(workers, None, Some(park))), driver)
 }
 
 /// `Sleep` holds a `std::sync::Arc<dyn Park>`; the model keeps a loom `Arc`
@@ -40,45 +52,12 @@ impl Park for ForwardPark {
     }
 }
 
-/// Run idle periods until the worker takes the job (readiness ends a period
-/// too; the worker would run that task and look again).
-fn until_job(sleep: &Sleep, latch: &CoreLatch, injector: &Queue) -> Vec<Outcome> {
-    let mut outcomes = Vec::new();
-    loop {
-        let outcome = idle_until(sleep, 0, latch, &[], injector);
-        outcomes.push(outcome);
-        if outcome != Outcome::Ready {
-            return outcomes;
-        }
-    }
-}
-
-fn injected_job_wakes_the_driver_sleeper_model(earlier_work: bool) {
-    let (sleep, _driver) = sleep_with_driver(1);
-    if earlier_work {
-        after_earlier_work(&sleep);
-    }
-    let injector = Arc::new(Queue::new());
-    let worker = {
-        let (sleep, injector) = (sleep.clone(), injector.clone());
-        thread::spawn(move || {
-            let terminate = CoreLatch::new(); // never set: only the job ends it
-            until_job(&sleep, &terminate, &injector)
-        })
-    };
-    injector.push();
-    sleep.new_injected_jobs(1);
-    // A lost wakeup leaves the worker in `park` forever: loom's deadlock.
-    assert_eq!(worker.join().unwrap(), [Outcome::Job]);
-    assert_counters_at_rest(&sleep);
-}
-
 /// The teeth check runs this model too, with each fence removed.
 #[test]
 fn injected_job_while_the_worker_falls_asleep_in_the_driver_is_never_lost() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_injected_jec_odd", &N, || {
-        injected_job_wakes_the_driver_sleeper_model(true)
+        injected_job_model(with_driver(1).0, true)
     });
 }
 
@@ -86,7 +65,7 @@ fn injected_job_while_the_worker_falls_asleep_in_the_driver_is_never_lost() {
 fn injected_job_onto_a_fresh_pool_wakes_the_driver_sleeper() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_injected_jec_even", &N, || {
-        injected_job_wakes_the_driver_sleeper_model(false)
+        injected_job_model(with_driver(1).0, false)
     });
 }
 
@@ -94,12 +73,12 @@ fn injected_job_onto_a_fresh_pool_wakes_the_driver_sleeper() {
 fn readiness_racing_a_post_loses_neither_and_counts_the_sleeper_once() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_readiness_and_post", &N, || {
-        let (sleep, driver) = sleep_with_driver(1);
+        let (sleep, driver) = with_driver(1);
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let worker = {
             let (sleep, injector) = (sleep.clone(), injector.clone());
-            thread::spawn(move || until_job(&sleep, &CoreLatch::new(), &injector))
+            thread::spawn(move || idle_until_job(&sleep, &CoreLatch::new(), &injector))
         };
         // The OS reports readiness, then an outside thread injects a job,
         // both racing the worker's fall into the driver.
@@ -118,54 +97,33 @@ fn readiness_racing_a_post_loses_neither_and_counts_the_sleeper_once() {
 #[test]
 fn shutdown_racing_a_worker_falling_asleep_in_the_driver_always_ends_it() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    super::model("driver_shutdown", &N, || {
-        let (sleep, _driver) = sleep_with_driver(1);
-        let terminate = Arc::new(CoreLatch::new());
-        let injector = Arc::new(Queue::new());
-        let worker = {
-            let (sleep, terminate, injector) = (sleep.clone(), terminate.clone(), injector.clone());
-            thread::spawn(move || idle_until(&sleep, 0, &terminate, &[], &injector))
-        };
-        // `Registry::terminate`: set the latch; wake the worker if it sleeps.
-        if terminate.set() {
-            sleep.wake_specific_thread(0);
-        }
-        assert_eq!(worker.join().unwrap(), Outcome::Stopped);
-        assert_counters_at_rest(&sleep);
-    });
+    super::model("driver_shutdown", &N, || shutdown_model(with_driver(1).0));
 }
 
 #[test]
 fn two_sleepers_one_in_the_driver_one_injected_job_wakes_at_most_one() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_two_workers_one_job", &N, || {
-        let (sleep, _driver) = sleep_with_driver(2);
-        after_earlier_work(&sleep);
-        let injector = Arc::new(Queue::new());
-        let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);
-        let workers: Vec<_> = (0..2)
-            .map(|i| {
-                let (sleep, injector, latches) = (sleep.clone(), injector.clone(), latches.clone());
-                thread::spawn(move || idle_until(&sleep, i, &latches[i], &[], &injector))
-            })
-            .collect();
-        injector.push();
-        let woken = sleep.new_injected_jobs(1);
-        assert!(woken <= 1, "one job woke {woken} workers");
-        while injector.has_job() {
-            thread::yield_now();
-        }
-        for (i, latch) in latches.iter().enumerate() {
-            if latch.set() {
-                sleep.wake_specific_thread(i);
-            }
-        }
-        let outcomes: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        assert_eq!(
-            outcomes.iter().filter(|o| **o == Outcome::Job).count(),
-            1,
-            "{outcomes:?}"
-        );
+        two_sleepers_model(with_driver(2).0)
+    });
+}
+
+/// The pool's first socket (`Sleep::enable_driver`) races a worker falling
+/// asleep on its condvar; readiness then comes for that socket. If enabling
+/// missed the sleeper, nobody would be in the driver to see the readiness:
+/// loom's deadlock.
+#[test]
+fn enabling_the_driver_never_leaves_readiness_unwatched() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("driver_enable_vs_sleep", &N, || {
+        let (sleep, driver) = with_driver_disabled(1);
+        let worker = {
+            let sleep = sleep.clone();
+            thread::spawn(move || idle_until(&sleep, 0, &CoreLatch::new(), &[], &Queue::new()))
+        };
+        sleep.enable_driver();
+        driver.deliver(Waker::noop().clone());
+        assert_eq!(worker.join().unwrap(), Outcome::Ready);
         assert_counters_at_rest(&sleep);
     });
 }

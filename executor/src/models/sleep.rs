@@ -101,8 +101,22 @@ pub(super) fn assert_counters_at_rest(sleep: &Sleep) {
     assert_eq!(c.inactive_threads(), 0, "{c:?}");
 }
 
-fn injected_job_model(earlier_work: bool) {
-    let sleep = Arc::new(Sleep::new(1, None, None));
+/// Run idle periods until the worker takes the job or its latch is set. A
+/// sleep in the driver that brings readiness ends a period too: the worker
+/// would run that task, then look again.
+pub(super) fn idle_until_job(sleep: &Sleep, latch: &CoreLatch, injector: &Queue) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    loop {
+        let outcome = idle_until(sleep, 0, latch, &[], injector);
+        outcomes.push(outcome);
+        if outcome != Outcome::Ready {
+            return outcomes;
+        }
+    }
+}
+
+/// One worker of `sleep` idles while an outside thread injects a job.
+pub(super) fn injected_job_model(sleep: Arc<Sleep>, earlier_work: bool) {
     if earlier_work {
         after_earlier_work(&sleep);
     }
@@ -111,7 +125,7 @@ fn injected_job_model(earlier_work: bool) {
         let (sleep, injector) = (sleep.clone(), injector.clone());
         thread::spawn(move || {
             let terminate = CoreLatch::new(); // never set: only the job ends it
-            idle_worker(&sleep, 0, &terminate, &[], &injector)
+            idle_until_job(&sleep, &terminate, &injector)
         })
     };
     // This thread is no worker: it injects and goes on; it never runs jobs.
@@ -119,11 +133,16 @@ fn injected_job_model(earlier_work: bool) {
     sleep.new_injected_jobs(1);
     // If the job were lost, the worker would sleep forever: loom reports a
     // deadlock.
-    assert!(
+    assert_eq!(
         worker.join().unwrap(),
+        [Outcome::Job],
         "the worker ends only by finding the job"
     );
     assert_counters_at_rest(&sleep);
+}
+
+fn without_driver(workers: usize) -> Arc<Sleep> {
+    Arc::new(Sleep::new(workers, None, None))
 }
 
 /// The teeth check: `scripts/loom` runs this model with each fence removed
@@ -131,20 +150,24 @@ fn injected_job_model(earlier_work: bool) {
 #[test]
 fn injected_job_while_the_worker_falls_asleep_is_never_lost() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    super::model("sleep_injected_jec_odd", &N, || injected_job_model(true));
+    super::model("sleep_injected_jec_odd", &N, || {
+        injected_job_model(without_driver(1), true)
+    });
 }
 
 #[test]
 fn injected_job_onto_a_fresh_pool_is_never_lost() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    super::model("sleep_injected_jec_even", &N, || injected_job_model(false));
+    super::model("sleep_injected_jec_even", &N, || {
+        injected_job_model(without_driver(1), false)
+    });
 }
 
 #[test]
 fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("sleep_internal", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None, None));
+        let sleep = without_driver(2);
         after_earlier_work(&sleep);
         let deque = Arc::new(Queue::new()); // worker 1's own deque
         let injector = Arc::new(Queue::new());
@@ -178,57 +201,69 @@ fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
     });
 }
 
+/// Shutdown (`Registry::terminate`) races worker 0 of `sleep` falling asleep.
+pub(super) fn shutdown_model(sleep: Arc<Sleep>) {
+    let terminate = Arc::new(CoreLatch::new());
+    let injector = Arc::new(Queue::new());
+    let worker = {
+        let (sleep, terminate, injector) = (sleep.clone(), terminate.clone(), injector.clone());
+        thread::spawn(move || idle_until(&sleep, 0, &terminate, &[], &injector))
+    };
+    // `Registry::terminate`: set the latch; wake the worker if it sleeps.
+    if terminate.set() {
+        sleep.wake_specific_thread(0);
+    }
+    assert_eq!(
+        worker.join().unwrap(),
+        Outcome::Stopped,
+        "there was no job to find"
+    );
+    assert_counters_at_rest(&sleep);
+}
+
 #[test]
 fn shutdown_racing_a_worker_falling_asleep_always_ends_it() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    super::model("sleep_shutdown", &N, || {
-        let sleep = Arc::new(Sleep::new(1, None, None));
-        let terminate = Arc::new(CoreLatch::new());
-        let injector = Arc::new(Queue::new());
-        let worker = {
-            let (sleep, terminate, injector) = (sleep.clone(), terminate.clone(), injector.clone());
-            thread::spawn(move || idle_worker(&sleep, 0, &terminate, &[], &injector))
-        };
-        // `Registry::terminate`: set the latch; wake the worker if it sleeps.
-        if terminate.set() {
-            sleep.wake_specific_thread(0);
+    super::model("sleep_shutdown", &N, || shutdown_model(without_driver(1)));
+}
+
+/// Both workers of `sleep` idle while one job is injected: it wakes at most
+/// one of them, and exactly one takes it.
+pub(super) fn two_sleepers_model(sleep: Arc<Sleep>) {
+    after_earlier_work(&sleep);
+    let injector = Arc::new(Queue::new());
+    let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);
+    let workers: Vec<_> = (0..2)
+        .map(|i| {
+            let (sleep, injector, latches) = (sleep.clone(), injector.clone(), latches.clone());
+            thread::spawn(move || idle_until(&sleep, i, &latches[i], &[], &injector))
+        })
+        .collect();
+    injector.push();
+    let woken = sleep.new_injected_jobs(1);
+    assert!(woken <= 1, "one job woke {woken} workers");
+    // Wait until the job is taken (by whichever worker), then stop both.
+    while injector.has_job() {
+        thread::yield_now();
+    }
+    for (i, latch) in latches.iter().enumerate() {
+        if latch.set() {
+            sleep.wake_specific_thread(i);
         }
-        assert!(!worker.join().unwrap(), "there was no job to find");
-        assert_counters_at_rest(&sleep);
-    });
+    }
+    let outcomes: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Outcome::Job).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_counters_at_rest(&sleep);
 }
 
 #[test]
 fn two_sleepers_one_injected_job_wakes_at_most_one_and_is_found() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("sleep_two_workers_one_job", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None, None));
-        after_earlier_work(&sleep);
-        let injector = Arc::new(Queue::new());
-        let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);
-        let workers: Vec<_> = (0..2)
-            .map(|i| {
-                let (sleep, injector, latches) = (sleep.clone(), injector.clone(), latches.clone());
-                thread::spawn(move || idle_worker(&sleep, i, &latches[i], &[], &injector))
-            })
-            .collect();
-        injector.push();
-        let woken = sleep.new_injected_jobs(1);
-        assert!(woken <= 1, "one job woke {woken} workers");
-        // Wait until the job is taken (by whichever worker), then stop both.
-        while injector.has_job() {
-            thread::yield_now();
-        }
-        for (i, latch) in latches.iter().enumerate() {
-            if latch.set() {
-                sleep.wake_specific_thread(i);
-            }
-        }
-        let found: usize = workers
-            .into_iter()
-            .map(|w| usize::from(w.join().unwrap()))
-            .sum();
-        assert_eq!(found, 1);
-        assert_counters_at_rest(&sleep);
+        two_sleepers_model(without_driver(2))
     });
 }

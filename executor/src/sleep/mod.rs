@@ -477,19 +477,33 @@ impl Sleep {
 
     /// Wake up to `num_to_wake` sleepers: those on their condvars first, the
     /// one in the driver last, so that I/O stays watched while any worker
-    /// sleeps.
+    /// sleeps. One pass over the sleepers' locks, and one more lock for the
+    /// driver's sleeper only when it must be woken.
     #[cold]
     fn wake_any_threads(&self, mut num_to_wake: usize) -> usize {
         let mut woken = 0;
-        for pass in [Blocked::OnCondvar, Blocked::InDriver] {
-            for index in 0..self.worker_sleep_states.len() {
-                if num_to_wake == 0 {
-                    return woken;
+        // The sleeper in the driver, if this pass saw it: woken only if the
+        // condvar sleepers were too few.
+        let mut in_driver = None;
+        for index in 0..self.worker_sleep_states.len() {
+            if num_to_wake == 0 {
+                return woken;
+            }
+            let on_condvar = |how| {
+                if how == Blocked::InDriver {
+                    in_driver = Some(index);
                 }
-                if self.wake_thread_if(index, |how| how == pass) {
-                    num_to_wake -= 1;
-                    woken += 1;
-                }
+                how == Blocked::OnCondvar
+            };
+            if self.wake_thread_if(index, on_condvar) {
+                num_to_wake -= 1;
+                woken += 1;
+            }
+        }
+        // It may have been woken since we saw it: then it wakes no one.
+        if let Some(index) = in_driver.filter(|_| num_to_wake > 0) {
+            if self.wake_thread_if(index, |how| how == Blocked::InDriver) {
+                woken += 1;
             }
         }
         woken

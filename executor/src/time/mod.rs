@@ -31,6 +31,7 @@
 pub(crate) mod store;
 
 use crate::io::Driver;
+use crate::sleep::Park;
 use futures::Stream;
 use pin_project_lite::pin_project;
 use std::fmt;
