@@ -6,9 +6,10 @@
 //! * The source is registered from `new` until `drop`, with the driver of
 //!   the pool that was current at `new`; `drop` deregisters it before the
 //!   source (and its file descriptor) is closed.
-//! * An operation is tried while its direction looks ready; only a
-//!   `WouldBlock` clears the readiness it was tried under (see
-//!   `scheduled_io.rs`), and then the task waits for the next event.
+//! * An operation is tried while its direction looks ready; a `WouldBlock`
+//!   (or a short stream transfer, `poll_transfer`) clears the readiness it
+//!   was tried under (see `scheduled_io.rs`), and the task then waits for
+//!   the next event.
 
 use super::driver::{shut_down_error, Driver};
 use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
@@ -49,7 +50,36 @@ impl<S: Source> PollEvented<S> {
         &self,
         cx: &mut Context<'_>,
         direction: Direction,
+        op: impl FnMut(&S) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_io_until(cx, direction, op, |_| false)
+    }
+
+    /// `poll_io` for a stream transfer of up to `len` bytes. A short one
+    /// (some bytes, fewer than asked) emptied the receive buffer or filled
+    /// the send buffer, so it clears the readiness it ran under, as a
+    /// `WouldBlock` would: the next transfer waits for the next edge instead
+    /// of trying and failing first. That is one system call less per request
+    /// of a request-response protocol (tokio does the same on epoll). Data
+    /// that arrives after the transfer brings a new edge, and an edge that
+    /// came since the readiness was read moved its tick: the clear then does
+    /// nothing.
+    pub(crate) fn poll_transfer(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        len: usize,
+        op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_io_until(cx, direction, op, |&n| n > 0 && n < len)
+    }
+
+    fn poll_io_until<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
         mut op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         loop {
             let event = match ready!(self.io.poll_ready(cx, direction)) {
@@ -58,7 +88,13 @@ impl<S: Source> PollEvented<S> {
             };
             match op(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(event),
-                result => return Poll::Ready(result),
+                Ok(r) => {
+                    if drained(&r) {
+                        self.io.clear(event);
+                    }
+                    return Poll::Ready(Ok(r));
+                }
+                Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }

@@ -194,7 +194,8 @@ macro_rules! impl_stream_io {
                 cx: &mut Context<'_>,
                 buf: &mut [u8],
             ) -> Poll<io::Result<usize>> {
-                self.io.poll_io(cx, Direction::Read, |s| (&*s).read(buf))
+                self.io
+                    .poll_transfer(cx, Direction::Read, buf.len(), |s| (&*s).read(buf))
             }
 
             fn poll_read_vectored(
@@ -202,8 +203,9 @@ macro_rules! impl_stream_io {
                 cx: &mut Context<'_>,
                 bufs: &mut [IoSliceMut<'_>],
             ) -> Poll<io::Result<usize>> {
+                let len = bufs.iter().map(|b| b.len()).sum();
                 self.io
-                    .poll_io(cx, Direction::Read, |s| (&*s).read_vectored(bufs))
+                    .poll_transfer(cx, Direction::Read, len, |s| (&*s).read_vectored(bufs))
             }
         }
 
@@ -213,7 +215,8 @@ macro_rules! impl_stream_io {
                 cx: &mut Context<'_>,
                 buf: &[u8],
             ) -> Poll<io::Result<usize>> {
-                self.io.poll_io(cx, Direction::Write, |s| (&*s).write(buf))
+                self.io
+                    .poll_transfer(cx, Direction::Write, buf.len(), |s| (&*s).write(buf))
             }
 
             fn poll_write_vectored(
@@ -221,8 +224,9 @@ macro_rules! impl_stream_io {
                 cx: &mut Context<'_>,
                 bufs: &[IoSlice<'_>],
             ) -> Poll<io::Result<usize>> {
+                let len = bufs.iter().map(|b| b.len()).sum();
                 self.io
-                    .poll_io(cx, Direction::Write, |s| (&*s).write_vectored(bufs))
+                    .poll_transfer(cx, Direction::Write, len, |s| (&*s).write_vectored(bufs))
             }
 
             fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
