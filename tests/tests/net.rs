@@ -141,6 +141,47 @@ fn os_errors_come_through_unchanged() {
 }
 
 #[test]
+fn a_peer_reset_comes_through_as_connection_reset() {
+    watchdog("peer reset", 30, || {
+        let p = pool(2);
+        p.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let mut client = TcpStream::connect(listener.local_addr().unwrap())
+                .await
+                .unwrap();
+            let (server, _) = listener.accept().await.unwrap();
+            // SO_LINGER with a zero timeout: close sends a reset.
+            let std_server: std::net::TcpStream = {
+                use std::os::fd::{AsRawFd, FromRawFd};
+                // SAFETY: `dup` gives a new descriptor we own.
+                unsafe { std::net::TcpStream::from_raw_fd(libc::dup(server.as_raw_fd())) }
+            };
+            drop(server);
+            let linger = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            // SAFETY: setsockopt reads `linger`, of the size we pass.
+            let rc = unsafe {
+                use std::os::fd::AsRawFd;
+                libc::setsockopt(
+                    std_server.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&linger as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0);
+            drop(std_server);
+            let mut buf = [0; 8];
+            let err = client.read(&mut buf).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
+        });
+    });
+}
+
+#[test]
 fn a_dropped_pending_read_leaves_the_socket_usable() {
     watchdog("cancelled read", 30, || {
         let p = pool(2);

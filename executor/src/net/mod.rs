@@ -51,6 +51,27 @@ pub use udp::UdpSocket;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
+/// `AsRawFd` and `AsFd` for the socket types (their descriptor, for socket
+/// options this module does not wrap).
+#[cfg(unix)]
+macro_rules! impl_as_fd {
+    ($($ty:ty),*) => {$(
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                self.io.source().as_raw_fd()
+            }
+        }
+
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                self.io.source().as_fd()
+            }
+        }
+    )*};
+}
+#[cfg(unix)]
+pub(crate) use impl_as_fd;
+
 /// Try `f` on each address `addr` resolves to; the last error if none works.
 async fn each_addr<T, F, Fut>(addr: impl ToSocketAddrs, mut f: F) -> io::Result<T>
 where

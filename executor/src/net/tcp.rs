@@ -246,3 +246,6 @@ macro_rules! impl_stream_io {
 
 impl_stream_io!(TcpStream);
 impl_stream_io!(&TcpStream);
+
+#[cfg(unix)]
+super::impl_as_fd!(TcpListener, TcpStream);

@@ -110,3 +110,6 @@ impl fmt::Debug for UdpSocket {
             .finish()
     }
 }
+
+#[cfg(unix)]
+super::impl_as_fd!(UdpSocket);
