@@ -271,3 +271,30 @@ fn sockets_outliving_their_pool_fail_instead_of_hanging() {
         });
     });
 }
+
+#[test]
+fn async_io_sockets_and_timers_keep_working_on_pool() {
+    watchdog("async-io on pool", 30, || {
+        let p = pool(2);
+        p.block_on(async {
+            let listener =
+                async_io::Async::<std::net::TcpListener>::bind(([127, 0, 0, 1], 0)).unwrap();
+            let addr = listener.get_ref().local_addr().unwrap();
+            let server = pool::spawn(async move {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut buf = [0; 4];
+                s.read_exact(&mut buf).await.unwrap();
+                async_io::Timer::after(Duration::from_millis(5)).await;
+                s.write_all(&buf).await.unwrap();
+            });
+            let mut c = async_io::Async::<std::net::TcpStream>::connect(addr)
+                .await
+                .unwrap();
+            c.write_all(b"ping").await.unwrap();
+            let mut buf = [0; 4];
+            c.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"ping");
+            server.await.unwrap();
+        });
+    });
+}

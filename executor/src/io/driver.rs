@@ -286,3 +286,39 @@ pub(crate) fn shut_down_error() -> io::Error {
         "pool: the pool that drives this socket was shut down (or its I/O driver failed)",
     )
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::time::store::Inserted;
+
+    #[test]
+    fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {
+        let driver = Driver::new().unwrap();
+        let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (_token, io) = driver.register(&mut socket).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(3600);
+        assert!(matches!(
+            driver.timers.insert(deadline, Waker::noop().clone()),
+            Inserted::Yes { .. }
+        ));
+        let mut wakers = Vec::new();
+        driver.fail(&io::Error::from_raw_os_error(9), &mut wakers);
+        assert_eq!(wakers.len(), 1, "the timer's waker (the socket had none)");
+        assert!(
+            !driver.try_acquire(),
+            "a failed driver is never polled again"
+        );
+        let waker = Waker::noop();
+        let polled = io.poll_ready(
+            &mut std::task::Context::from_waker(waker),
+            super::super::Direction::Read,
+        );
+        assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
+        assert!(driver.register(&mut socket).is_err());
+        assert!(matches!(
+            driver.timers.insert(deadline, Waker::noop().clone()),
+            Inserted::ShutDown
+        ));
+    }
+}
