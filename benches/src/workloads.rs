@@ -34,6 +34,10 @@ pub const SPARSE_MESSAGES: u64 = 1_000;
 pub const SPARSE_PERIOD: Duration = Duration::from_micros(200);
 /// task_memory: pending tasks held at once.
 pub const MEMORY_TASKS: usize = 100_000;
+/// long_poll: the CPU-bound poll that follows making a task runnable, and
+/// the measurements per repetition (the runtime falls idle before each).
+pub const LONG_POLL: Duration = Duration::from_millis(20);
+pub const LONG_POLL_SAMPLES: usize = 5;
 
 // ---------------------------------------------------------------- CPU work
 
@@ -324,6 +328,64 @@ pub fn sparse_wake<E: Exec>(e: &E, receivers: usize) -> Vec<f64> {
         }
         all
     })
+}
+
+/// How long_poll's task makes another runnable before its long poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LongPoll {
+    /// It spawns a child.
+    Spawn,
+    /// It wakes a waiting task (a message on a channel).
+    Wake,
+    /// A child it spawned yields once.
+    Yield,
+}
+
+/// Busy-wait (a CPU-bound poll) for `d`.
+fn busy(d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// On an idle runtime, a task makes another runnable (`case`) and then runs
+/// a CPU-bound poll of `LONG_POLL`: how long (us) the other task waited to
+/// start (or to resume after its yield). A work-conserving executor runs it
+/// on an idle worker at once; one that keeps it behind the long poll makes
+/// it wait `LONG_POLL`.
+pub fn long_poll<E: Exec>(e: &E, case: LongPoll) -> f64 {
+    let micros = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    match case {
+        LongPoll::Spawn => e.run(async move {
+            let made_runnable = Instant::now();
+            let child = E::spawn(async move { micros(made_runnable) });
+            busy(LONG_POLL);
+            child.await
+        }),
+        LongPoll::Wake => {
+            let (tx, rx) = async_channel::bounded::<Instant>(1);
+            let waiter = e.spawn_outside(async move { micros(rx.recv().await.unwrap()) });
+            // The waiter waits, and the runtime falls idle again.
+            std::thread::sleep(Duration::from_millis(5));
+            e.run(async move {
+                tx.try_send(Instant::now()).unwrap();
+                busy(LONG_POLL);
+            });
+            e.wait(waiter)
+        }
+        LongPoll::Yield => e.run(async move {
+            let child = E::spawn(async move {
+                let yielded = Instant::now();
+                yield_now().await;
+                micros(yielded)
+            });
+            // Let the child run up to its yield, then take the worker.
+            yield_now().await;
+            busy(LONG_POLL);
+            child.await
+        }),
+    }
 }
 
 // ---------------------------------------------------------------- rayon

@@ -99,7 +99,7 @@ fn parse_args() -> Args {
     args
 }
 
-const WORKLOADS: [&str; 12] = [
+const WORKLOADS: [&str; 15] = [
     "spawn_many_local",
     "spawn_many_remote",
     "yield_many",
@@ -111,6 +111,9 @@ const WORKLOADS: [&str; 12] = [
     "idle_cpu",
     "sparse_wake",
     "sparse_wake_50",
+    "long_poll_spawn",
+    "long_poll_wake",
+    "long_poll_yield",
     "task_memory",
 ];
 
@@ -178,6 +181,29 @@ fn sparse<E: Exec>(workers: usize, receivers: usize) -> Sample {
         cpu_ms: cpu.as_secs_f64() * 1e3,
         p50_us: percentile(&mut lat, 50.0),
         p99_us: percentile(&mut lat, 99.0),
+        ..Sample::default()
+    }
+}
+
+/// `LONG_POLL_SAMPLES` long_poll delays on one fresh runtime, each after it
+/// fell idle: their p50 and p99 (the largest, with so few).
+fn long_poll<E: Exec>(workers: usize, case: w::LongPoll) -> Sample {
+    let e = E::start(workers);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let mut delays: Vec<f64> = (0..w::LONG_POLL_SAMPLES)
+        .map(|_| {
+            std::thread::sleep(SETTLE);
+            w::long_poll(&e, case)
+        })
+        .collect();
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    drop(e);
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        p50_us: percentile(&mut delays, 50.0),
+        p99_us: percentile(&mut delays, 99.0),
         ..Sample::default()
     }
 }
@@ -308,6 +334,27 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
                 ),
             ]
         }
+        "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => {
+            let case = match name {
+                "long_poll_spawn" => w::LongPoll::Spawn,
+                "long_poll_wake" => w::LongPoll::Wake,
+                _ => w::LongPoll::Yield,
+            };
+            vec![
+                (
+                    Pool::NAME,
+                    Box::new(move || long_poll::<Pool>(workers, case)) as Box<dyn Fn() -> Sample>,
+                ),
+                (
+                    Tokio::NAME,
+                    Box::new(move || long_poll::<Tokio>(workers, case)),
+                ),
+                (
+                    AsyncExecutor::NAME,
+                    Box::new(move || long_poll::<AsyncExecutor>(workers, case)),
+                ),
+            ]
+        }
         "task_memory" => vec![
             (
                 Pool::NAME,
@@ -359,6 +406,7 @@ fn default_reps(name: &str) -> usize {
     match name {
         "task_tree" => 7,
         "bursty" | "sparse_wake" | "sparse_wake_50" => 5,
+        "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => 4,
         "idle_cpu" | "task_memory" => 3,
         _ => 21,
     }
@@ -435,6 +483,19 @@ fn tables(results: &Results) -> String {
         let tokio = by_exec.get("tokio");
         let _ = writeln!(out, "\n### {name}\n");
         match *name {
+            "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => {
+                let _ = writeln!(
+                    out,
+                    "| executor | start delay p50 | start delay max | (behind a {} ms poll) |",
+                    w::LONG_POLL.as_millis()
+                );
+                let _ = writeln!(out, "|---|---:|---:|---|");
+                for (exec, s) in by_exec {
+                    let p50 = med(s, |x| x.p50_us);
+                    let max = range(s, |x| x.p99_us).1;
+                    let _ = writeln!(out, "| {exec} | {p50:.0} us | {max:.0} us | |");
+                }
+            }
             "sparse_wake" | "sparse_wake_50" => {
                 let base = tokio.map(|s| (med(s, |x| x.p50_us), med(s, |x| x.cpu_ms)));
                 let _ = writeln!(
@@ -519,6 +580,7 @@ fn tables(results: &Results) -> String {
 fn headline(name: &str, s: &[Sample]) -> f64 {
     match name {
         "sparse_wake" | "sparse_wake_50" => med(s, |x| x.p50_us),
+        "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => med(s, |x| x.p50_us),
         "task_memory" => med(s, |x| x.bytes_per_task),
         "idle_cpu" => med(s, |x| x.cpu_ms),
         _ => med(s, |x| x.wall_ms),
