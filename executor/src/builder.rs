@@ -14,7 +14,7 @@ use crate::deadlock::Handler;
 use crate::io::Driver;
 use crate::pool::Pool;
 use crate::registry::{Hook, Registry, RegistryConfig};
-use crate::worker;
+use crate::{watcher, worker};
 use crossbeam_deque::Worker;
 use std::fmt;
 use std::io;
@@ -330,7 +330,21 @@ impl Builder {
                 }
             }
         }
-        Ok(Pool::from_parts(registry, threads))
+        let r = Arc::clone(&registry);
+        let watcher = thread::Builder::new()
+            .name(format!("{}-watcher", self.thread_name))
+            .spawn(move || watcher::run(r));
+        match watcher {
+            Ok(watcher) => Ok(Pool::from_parts(registry, threads, watcher)),
+            Err(e) => {
+                registry.terminate();
+                for t in threads {
+                    let _ = t.join();
+                }
+                registry.drop_unfinished_tasks();
+                Err(e)
+            }
+        }
     }
 }
 

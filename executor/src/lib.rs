@@ -60,6 +60,7 @@ mod deadlock;
 pub mod hyper;
 mod io;
 mod latch;
+mod lifo;
 mod metrics;
 pub mod net;
 mod owned;
@@ -69,6 +70,7 @@ mod sleep;
 mod sync;
 mod task;
 pub mod time;
+mod watcher;
 mod worker;
 
 #[cfg(all(test, loom))]

@@ -52,6 +52,9 @@ pub struct Metrics {
     /// few dozen searches, while the pool has sockets or timers). Sleeps in
     /// the driver count as `sleeps`.
     pub driver_polls: u64,
+    /// Tasks the watcher took out of the LIFO slot of a worker whose poll
+    /// ran long, so that a sleeping worker could run them.
+    pub rescued: u64,
     /// Times the deadlock handler was called (see
     /// [`Builder::deadlock_handler`](crate::Builder::deadlock_handler)).
     pub deadlocks: u64,
@@ -70,6 +73,7 @@ pub(crate) struct WorkerStats {
     pub(crate) sleeps: AtomicU64,
     pub(crate) wakeups: AtomicU64,
     pub(crate) driver_polls: AtomicU64,
+    pub(crate) rescued: AtomicU64,
 }
 
 impl WorkerStats {
@@ -96,5 +100,6 @@ impl WorkerStats {
         m.sleeps += get(&self.sleeps);
         m.wakeups += get(&self.wakeups);
         m.driver_polls += get(&self.driver_polls);
+        m.rescued += get(&self.rescued);
     }
 }

@@ -58,6 +58,8 @@ const WORKER_THREADS_ENV: &str = "POOL_WORKER_THREADS";
 pub struct Pool {
     registry: Arc<Registry>,
     threads: Vec<thread::JoinHandle<()>>,
+    /// The watcher thread (`watcher.rs`); joined at shutdown.
+    watcher: Option<thread::JoinHandle<()>>,
     shut_down: bool,
 }
 
@@ -65,10 +67,12 @@ impl Pool {
     pub(crate) fn from_parts(
         registry: Arc<Registry>,
         threads: Vec<thread::JoinHandle<()>>,
+        watcher: thread::JoinHandle<()>,
     ) -> Pool {
         Pool {
             registry,
             threads,
+            watcher: Some(watcher),
             shut_down: false,
         }
     }
@@ -231,6 +235,12 @@ impl Pool {
                 // A worker that panicked (in a thread hook) already reported
                 // its panic; there is nothing more to do with it here.
                 let _ = t.join();
+            }
+        }
+        if let Some(watcher) = self.watcher.take() {
+            // `terminate` stopped it; it returns from its next wait at once.
+            if watcher.thread().id() != me {
+                let _ = watcher.join();
             }
         }
         self.registry.blocking.wait_for_threads(deadline);

@@ -23,6 +23,7 @@ use crate::blocking::{BlockingConfig, BlockingPool, BlockingTask};
 use crate::deadlock::{DeadlockDetector, Handler};
 use crate::io::Driver;
 use crate::latch::CoreLatch;
+use crate::lifo::LifoSlot;
 use crate::metrics::{Metrics, WorkerStats};
 use crate::owned::OwnedTasks;
 use crate::sleep::{Park, Sleep};
@@ -47,6 +48,8 @@ pub(crate) struct WorkerInfo {
     pub(crate) stats: CachePadded<WorkerStats>,
     /// The other end of the worker's deque.
     pub(crate) stealer: Stealer<Runnable>,
+    /// The task the worker runs next (`lifo.rs`): the watcher may take it.
+    pub(crate) lifo: LifoSlot<TaskHeader>,
 }
 
 /// What the `Builder` configures besides the worker count.
@@ -91,6 +94,7 @@ impl Registry {
                     terminate: CoreLatch::new(),
                     stats: CachePadded::new(WorkerStats::default()),
                     stealer,
+                    lifo: LifoSlot::new(),
                 })
                 .collect(),
             sleep: Sleep::new(
@@ -245,6 +249,13 @@ impl Registry {
         }
     }
 
+    /// The watcher took `runnable` out of the LIFO slot of a worker whose
+    /// poll runs long: inject it, so a sleeper is woken for it.
+    pub(crate) fn rescue(&self, runnable: Runnable) {
+        self.outside_stats.bump_shared(|s| &s.rescued, 1);
+        self.inject(runnable);
+    }
+
     /// Is there work in the injector? This is the sleeper's final check: the
     /// `is_empty` of crossbeam's injector reads head and tail with `SeqCst`,
     /// the "ReadJob" of the fence argument.
@@ -288,6 +299,7 @@ impl Registry {
     /// blocking threads to start nothing new.
     pub(crate) fn terminate(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.sleep.watcher().stop();
         self.blocking.begin_shutdown();
         for (index, w) in self.workers.iter().enumerate() {
             if w.terminate.set() {
@@ -351,6 +363,10 @@ impl Registry {
                 dropped_any = true;
             }
             for w in self.workers.iter() {
+                if let Some(runnable) = w.lifo.take() {
+                    drop(runnable);
+                    dropped_any = true;
+                }
                 while let Some(runnable) = steal_one(|| w.stealer.steal()) {
                     drop(runnable);
                     dropped_any = true;

@@ -14,11 +14,13 @@
 //!   Tasks are only run from inside `main_loop`, so every reference handed
 //!   out by `current()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
-//! * Only this thread pushes to or pops from `worker` and touches `lifo`;
-//!   others steal from `worker` only. The LIFO slot holds a task only while
-//!   this worker is running another one (every search empties it first), so
-//!   an idle worker's slot is empty and every task it could run is visible
-//!   to thieves.
+//! * Only this thread pushes to or pops from `worker` and puts into its LIFO
+//!   slot (`WorkerInfo::lifo`); others steal from `worker`, and only the
+//!   watcher takes from the slot (when this worker's current poll runs long,
+//!   `watcher.rs`). The LIFO slot holds a task only while this worker is
+//!   running another one (every search empties it first), so an idle
+//!   worker's slot is empty and every task it could run is visible to
+//!   thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 //! * Search order: the LIFO slot (at most `MAX_LIFO_POLLS` times in a row),
 //!   own deque, then the other workers' deques from a random start, then the
@@ -33,7 +35,7 @@
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::owned::Slot;
-use crate::registry::{steal_one, Registry};
+use crate::registry::{steal_one, Registry, WorkerInfo};
 use crate::sleep::Park;
 use crate::task::Runnable;
 use async_task::ScheduleInfo;
@@ -77,8 +79,6 @@ pub(crate) struct WorkerThread {
     rng: XorShift64Star,
     /// Searches so far, for `INJECTOR_INTERVAL`.
     tick: Cell<u32>,
-    /// The task to run next: the last one this worker spawned or woke.
-    lifo: Cell<Option<Runnable>>,
     /// Consecutive runs from `lifo`, for `MAX_LIFO_POLLS`.
     lifo_polls: Cell<u32>,
     /// Between `mark_blocked` and `mark_unblocked`.
@@ -112,19 +112,28 @@ impl WorkerThread {
     }
 
     pub(crate) fn stats(&self) -> &WorkerStats {
-        &self.registry.workers[self.index].stats
+        &self.info().stats
+    }
+
+    /// This worker's state that other threads reach.
+    #[inline]
+    fn info(&self) -> &WorkerInfo {
+        &self.registry.workers[self.index]
     }
 
     /// The schedule function, on this worker's own thread.
     ///
     /// * A task that woke itself while running (`yield_now`) goes to the
-    ///   back of the deque, behind every queued task, and tickles nobody:
-    ///   this worker is awake and will get to it.
+    ///   back of the deque, behind every queued task, and is posted as an
+    ///   internal job: if the poll that follows is long, a sleeping worker
+    ///   takes it (cheap while nobody sleeps: one load of the counters).
     /// * Any other task (spawned, or woken by the task running now) goes to
-    ///   the LIFO slot, to run next on this warm thread, and tickles nobody
-    ///   either: the slot is not stealable and this worker runs it as soon
-    ///   as the current task returns. The task it displaces goes onto the
-    ///   deque, where others can steal it, so that push tickles.
+    ///   the LIFO slot, to run next on this warm thread, and tickles nobody:
+    ///   thieves do not take from the slot, and this worker runs it as soon
+    ///   as the current task returns. If that poll runs long, the watcher
+    ///   moves it to the injector, which posts it. The task it displaces
+    ///   goes onto the deque, where others can steal it, so that push
+    ///   tickles.
     /// * A task woken by I/O or a timer that this worker's driver poll
     ///   found goes to the back of the deque; the whole batch is posted as
     ///   internal jobs when the poll's wakers have all been woken.
@@ -134,9 +143,13 @@ impl WorkerThread {
             self.worker.push(runnable);
             self.io_batch.set(Some(n + 1));
         } else if info.woken_while_running {
-            self.worker.push(runnable);
-        } else if let Some(displaced) = self.lifo.replace(Some(runnable)) {
-            self.push_stealable(displaced);
+            self.push_stealable(runnable);
+        } else {
+            let displaced = self.info().lifo.put(runnable);
+            self.registry.sleep.watcher().lifo_used();
+            if let Some(displaced) = displaced {
+                self.push_stealable(displaced);
+            }
         }
     }
 
@@ -158,7 +171,7 @@ impl WorkerThread {
     /// the next one popped anyway, so it runs now, and nobody is woken for a
     /// task that this worker is about to run.
     fn take_lifo(&self) -> Option<Runnable> {
-        let runnable = self.lifo.take()?;
+        let runnable = self.info().lifo.take()?;
         let polls = self.lifo_polls.get();
         if polls < MAX_LIFO_POLLS {
             self.lifo_polls.set(polls + 1);
@@ -403,7 +416,6 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         registry,
         rng: XorShift64Star::new(index as u64 + 1),
         tick: Cell::new(0),
-        lifo: Cell::new(None),
         lifo_polls: Cell::new(0),
         marked_blocked: Cell::new(false),
         removals: RefCell::new(Vec::with_capacity(REMOVAL_BATCH)),
@@ -418,7 +430,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
     this.wait_until(&this.registry.workers[index].terminate);
     // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
-    while let Some(runnable) = this.lifo.take().or_else(|| this.worker.pop()) {
+    while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
         drop(runnable);
     }
     if let Some(hook) = &this.registry.on_thread_stop {

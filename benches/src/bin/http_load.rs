@@ -158,7 +158,9 @@ fn thread_ticks(pid: u32) -> BTreeMap<u64, (String, u64)> {
 
 fn is_worker(runtime: &str, name: &str) -> bool {
     match runtime {
-        "pool" | "pool-async-io" => name.starts_with("pool-worker"),
+        "pool" | "pool-async-io" => name
+            .strip_prefix("pool-worker-")
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())),
         "tokio" => name.starts_with("tokio-r"),
         _ => name.starts_with("smol-"),
     }

@@ -29,6 +29,7 @@ mod driver;
 mod latch;
 mod park;
 mod sleep;
+mod watcher;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -37,6 +37,7 @@ use crate::deadlock::DeadlockDetector;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::sync::{fence, yield_now, AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
+use crate::watcher::WatcherPark;
 use crossbeam_utils::CachePadded;
 use std::sync::Arc;
 use std::task::Waker;
@@ -219,6 +220,8 @@ pub(crate) struct Sleep {
     deadlock: Option<DeadlockDetector>,
     /// The I/O driver that one sleeper blocks in (absent in some models).
     driver: Option<Arc<dyn Park>>,
+    /// Where the watcher (`../watcher.rs`) waits while every worker sleeps.
+    watcher: WatcherPark,
     /// Set once the pool has used I/O or timers (`enable_driver`); until
     /// then every sleeper blocks on its condvar, so a pool that never does
     /// I/O sleeps and wakes exactly as without a driver. Read by a sleeper
@@ -240,8 +243,25 @@ impl Sleep {
                 .collect(),
             deadlock,
             driver,
+            watcher: WatcherPark::default(),
             driver_enabled: AtomicBool::new(false),
         }
+    }
+
+    pub(crate) fn watcher(&self) -> &WatcherPark {
+        &self.watcher
+    }
+
+    /// Is every worker counted sleeping? (The watcher's reason to park.)
+    pub(crate) fn all_asleep(&self) -> bool {
+        // SeqCst: pairs with the watcher's `parked` flag; see `watcher.rs`.
+        self.counters.load(Ordering::SeqCst).sleeping_threads() == self.worker_sleep_states.len()
+    }
+
+    /// A worker is off the sleeping count: its waker (or itself) took it
+    /// off.
+    fn sleeper_left(&self) {
+        self.counters.sub_sleeping_thread();
     }
 
     /// The pool registered its first socket or timer: from now on one
@@ -386,7 +406,7 @@ impl Sleep {
         // The final injector check. Internal jobs need no such check: their
         // poster is an awake worker that will run them itself.
         if has_injected_jobs() {
-            self.counters.sub_sleeping_thread();
+            self.sleeper_left();
         } else {
             stats.bump_owned(|s| &s.sleeps, 1);
             let deadlock = self
@@ -413,7 +433,7 @@ impl Sleep {
             match driver.filter(|d| d.try_acquire()) {
                 Some(driver) => {
                     sleep_state.block_in_driver(is_blocked, driver, wakers, before_wait, || {
-                        self.counters.sub_sleeping_thread();
+                        self.sleeper_left();
                         // The driver woke this worker: count it as a wakeup,
                         // so that `sleeps - wakeups` stays the sleepers.
                         stats.bump_owned(|s| &s.wakeups, 1);
@@ -517,8 +537,7 @@ impl Sleep {
     }
 
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
-        self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
-            self.counters.sub_sleeping_thread()
-        })
+        self.worker_sleep_states[index]
+            .wake_then(self.driver.as_deref(), which, || self.sleeper_left())
     }
 }

@@ -1,0 +1,174 @@
+//! The watcher: one thread per pool that keeps the scheduler
+//! work-conserving when a poll runs long.
+//!
+//! A worker puts the task it spawns or wakes in its LIFO slot (`lifo.rs`) and
+//! posts nothing for it: it runs that task next, on a warm cache, as soon as
+//! its current poll returns. When that poll is long (a CPU-bound future, a
+//! blocking call), the task would wait for it while another worker sleeps.
+//! The watcher looks at the workers every `tick`: a worker whose poll count
+//! has not moved since the last look, and whose LIFO slot holds a task, has
+//! been in one poll for at least a tick; the watcher takes the task out and
+//! injects it (`Registry::inject`: an injected job, posted after the
+//! poster's fence), which wakes a sleeper. Tasks on the deques need no
+//! watcher: every push onto a deque is posted (a yield included).
+//!
+//! The watcher costs nothing while the pool sleeps, nor while no worker uses
+//! its LIFO slot: it parks when every worker is asleep (`WatcherPark`), and
+//! a worker that puts a task into its LIFO slot unparks it (one load of the
+//! `parked` flag per put, a system call only when it is parked). Woken
+//! workers and tasks that come through the injector or the deques never
+//! need it. While it runs it looks every `MIN_TICK` after it woke up or
+//! last rescued a task, doubling up to `MAX_TICK` while there is nothing to
+//! rescue.
+//!
+//! # Invariants
+//!
+//! * The watcher never runs a task and never touches a deque: it only takes
+//!   from LIFO slots (an atomic swap: the owner or the watcher gets each
+//!   task, never both) and injects.
+//! * It parks only after it saw every worker counted sleeping, *after* it
+//!   announced itself parked (`parked`, SeqCst). A worker that puts into its
+//!   LIFO slot was taken off `sleeping` (a SeqCst read-modify-write, by its
+//!   waker, which happened before it ran) and reads `parked` (SeqCst) after
+//!   the put. In the single order of the SeqCst operations either the
+//!   watcher's read of the counters comes after that decrement (it does not
+//!   park) or the worker's read of `parked` comes after the watcher's store
+//!   (it unparks the watcher): a task never sits in a LIFO slot behind a
+//!   long poll with the watcher parked.
+
+use crate::registry::Registry;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The first look after the watcher wakes or rescues a task: a poll seen
+/// unmoved over two looks has run at least this long.
+const MIN_TICK: Duration = Duration::from_micros(20);
+/// The slowest look while the pool is busy and nothing needed rescuing.
+const MAX_TICK: Duration = Duration::from_millis(1);
+
+#[derive(Debug, Default)]
+struct WatchState {
+    parked: bool,
+    stopped: bool,
+}
+
+/// Where the watcher waits: for its next look, or while the pool sleeps.
+#[derive(Debug, Default)]
+pub(crate) struct WatcherPark {
+    /// True while the watcher is parked (or about to be) for lack of any
+    /// active worker.
+    parked: AtomicBool,
+    state: Mutex<WatchState>,
+    condvar: Condvar,
+}
+
+impl WatcherPark {
+    /// A worker, right after it put a task into its LIFO slot: unpark the
+    /// watcher if it is parked.
+    #[inline]
+    pub(crate) fn lifo_used(&self) {
+        // SeqCst: see the module invariant.
+        if self.parked.load(Ordering::SeqCst) {
+            self.unpark();
+        }
+    }
+
+    #[cold]
+    fn unpark(&self) {
+        let mut state = self.state.lock();
+        if state.parked {
+            state.parked = false;
+            self.parked.store(false, Ordering::SeqCst);
+            self.condvar.notify_one();
+        }
+    }
+
+    /// Watcher: park while `all_asleep` holds. False once stopped.
+    fn park_while(&self, all_asleep: impl Fn() -> bool) -> bool {
+        let mut state = self.state.lock();
+        state.parked = true;
+        self.parked.store(true, Ordering::SeqCst);
+        if !all_asleep() {
+            state.parked = false;
+            self.parked.store(false, Ordering::SeqCst);
+        }
+        while state.parked && !state.stopped {
+            self.condvar.wait(&mut state);
+        }
+        !state.stopped
+    }
+
+    /// Watcher: wait `tick`. False once stopped.
+    fn wait(&self, tick: Duration) -> bool {
+        let mut state = self.state.lock();
+        if !state.stopped {
+            self.condvar.wait_for(&mut state, tick);
+        }
+        !state.stopped
+    }
+
+    /// The pool shuts down: the watcher returns.
+    pub(crate) fn stop(&self) {
+        self.state.lock().stopped = true;
+        self.condvar.notify_one();
+    }
+}
+
+/// The body of the watcher thread.
+pub(crate) fn run(registry: Arc<Registry>) {
+    set_timer_slack();
+    let watch = registry.sleep.watcher();
+    let all_asleep = || registry.sleep.all_asleep();
+    let polls_now = || -> Vec<u64> {
+        registry
+            .workers
+            .iter()
+            .map(|w| w.stats.polls.load(Ordering::Relaxed))
+            .collect()
+    };
+    let mut last = polls_now();
+    let mut tick = MIN_TICK;
+    loop {
+        if all_asleep() {
+            if !watch.park_while(all_asleep) {
+                return;
+            }
+            last = polls_now();
+            tick = MIN_TICK;
+        }
+        if !watch.wait(tick) {
+            return;
+        }
+        let mut rescued = false;
+        for (w, last) in registry.workers.iter().zip(last.iter_mut()) {
+            // Relaxed: a statistics counter; a stale value only delays a
+            // rescue by a tick.
+            let polls = w.stats.polls.load(Ordering::Relaxed);
+            if polls == *last && w.lifo.is_occupied() {
+                if let Some(runnable) = w.lifo.take() {
+                    registry.rescue(runnable);
+                    rescued = true;
+                }
+            }
+            *last = polls;
+        }
+        tick = if rescued {
+            MIN_TICK
+        } else {
+            (tick * 2).min(MAX_TICK)
+        };
+    }
+}
+
+/// Ask the kernel for timers as precise as the ticks (its default slack
+/// is 50 us, longer than `MIN_TICK`).
+fn set_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and changes only
+    // this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
+    }
+}
