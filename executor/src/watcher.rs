@@ -18,8 +18,9 @@
 //! `parked` flag per put, a system call only when it is parked). Woken
 //! workers and tasks that come through the injector or the deques never
 //! need it. While it runs it looks every `MIN_TICK` after it woke up or
-//! last rescued a task, doubling up to `MAX_TICK` while there is nothing to
-//! rescue.
+//! last rescued a task, `BACKOFF` times longer after each look that
+//! rescued nothing, up to `MAX_TICK`. It rescues only while some worker is
+//! idle or asleep.
 //!
 //! # Invariants
 //!
@@ -37,6 +38,7 @@
 //!   long poll with the watcher parked.
 
 use crate::registry::Registry;
+use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +49,8 @@ use std::time::Duration;
 const MIN_TICK: Duration = Duration::from_micros(20);
 /// The slowest look while the pool is busy and nothing needed rescuing.
 const MAX_TICK: Duration = Duration::from_millis(1);
+/// How much longer each look after one that rescued nothing waits.
+const BACKOFF: u32 = 4;
 
 #[derive(Debug, Default)]
 struct WatchState {
@@ -58,8 +62,10 @@ struct WatchState {
 #[derive(Debug, Default)]
 pub(crate) struct WatcherPark {
     /// True while the watcher is parked (or about to be) for lack of any
-    /// active worker.
-    parked: AtomicBool,
+    /// active worker. Read by every LIFO put: on a cache line of its own, so
+    /// that neither the counters nor the watcher's lock, written often,
+    /// evict it from the workers' caches.
+    parked: CachePadded<AtomicBool>,
     state: Mutex<WatchState>,
     condvar: Condvar,
 }
@@ -142,11 +148,15 @@ pub(crate) fn run(registry: Arc<Registry>) {
             return;
         }
         let mut rescued = false;
+        // A rescue helps only if some worker is idle or asleep to run the
+        // task: with every worker busy it would wait in the injector instead
+        // of the slot, and lose its warm cache for nothing.
+        let someone_idle = registry.sleep.any_inactive();
         for (w, last) in registry.workers.iter().zip(last.iter_mut()) {
             // Relaxed: a statistics counter; a stale value only delays a
             // rescue by a tick.
             let polls = w.stats.polls.load(Ordering::Relaxed);
-            if polls == *last && w.lifo.is_occupied() {
+            if someone_idle && polls == *last && w.lifo.is_occupied() {
                 if let Some(runnable) = w.lifo.take() {
                     registry.rescue(runnable);
                     rescued = true;
@@ -157,7 +167,7 @@ pub(crate) fn run(registry: Arc<Registry>) {
         tick = if rescued {
             MIN_TICK
         } else {
-            (tick * 2).min(MAX_TICK)
+            (tick * BACKOFF).min(MAX_TICK)
         };
     }
 }

@@ -258,6 +258,12 @@ impl Sleep {
         self.counters.load(Ordering::SeqCst).sleeping_threads() == self.worker_sleep_states.len()
     }
 
+    /// Is some worker idle (searching) or asleep? (The watcher rescues a
+    /// task only then.) Relaxed: a hint, read again at the next look.
+    pub(crate) fn any_inactive(&self) -> bool {
+        self.counters.load(Ordering::Relaxed).inactive_threads() > 0
+    }
+
     /// A worker is off the sleeping count: its waker (or itself) took it
     /// off.
     fn sleeper_left(&self) {
