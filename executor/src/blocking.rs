@@ -82,9 +82,9 @@ impl BlockingPool {
     pub(crate) fn schedule(&self, registry: &Arc<Registry>, runnable: Runnable) {
         let mut st = self.state.lock();
         if st.drained {
-            // The pool is gone: cancel (dropping a runnable drops its future).
+            // The pool is gone: cancel it (its future is dropped).
             drop(st);
-            drop(runnable);
+            crate::task::cancel(runnable);
             return;
         }
         st.queue.push_back(runnable);
@@ -118,7 +118,7 @@ impl BlockingPool {
                 // leave its handle waiting forever.
                 let runnable = st.queue.pop_back();
                 drop(st);
-                drop(runnable);
+                runnable.into_iter().for_each(crate::task::cancel);
             }
             Err(_) => {} // a running thread will get to it
         }

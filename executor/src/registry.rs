@@ -205,13 +205,13 @@ impl Registry {
         if self.is_shutting_down() {
             // Dropping the runnable drops the future: the handle reports
             // `cancelled`.
-            drop(runnable);
+            crate::task::cancel(runnable);
             return handle;
         }
         match self.tasks.insert(shard_hint, runnable.waker()) {
             Some(slot) => runnable.metadata().set_slot(slot),
             None => {
-                drop(runnable);
+                crate::task::cancel(runnable);
                 return handle;
             }
         }
@@ -338,7 +338,10 @@ impl Registry {
         for waker in self.tasks.close_and_drain() {
             waker.wake();
         }
-        drop(self.blocking.drain());
+        self.blocking
+            .drain()
+            .into_iter()
+            .for_each(crate::task::cancel);
         self.drain_queues();
         self.drained.store(true, Ordering::SeqCst);
         // Pairs with the fence in `inject`: a push this drain missed is
@@ -359,16 +362,16 @@ impl Registry {
         loop {
             let mut dropped_any = false;
             while let Some(runnable) = steal_one(|| self.injector.steal()) {
-                drop(runnable);
+                crate::task::cancel(runnable);
                 dropped_any = true;
             }
             for w in self.workers.iter() {
                 if let Some(runnable) = w.lifo.take() {
-                    drop(runnable);
+                    crate::task::cancel(runnable);
                     dropped_any = true;
                 }
                 while let Some(runnable) = steal_one(|| w.stealer.steal()) {
-                    drop(runnable);
+                    crate::task::cancel(runnable);
                     dropped_any = true;
                 }
             }

@@ -16,8 +16,15 @@
 //! * The header's slot is set once, before the task is first scheduled, so
 //!   every later reader (the future's drop, `abort`) sees it.
 //! * `JoinError` is one pointer wide: a task's output slot stays small.
-//! * The future is dropped exactly once, by `async_task`: when it completes,
-//!   when its `Runnable` is dropped (shutdown), or when it is cancelled.
+//! * The future is dropped exactly once: by `TaskFuture::poll` as soon as it
+//!   completes, panics or is aborted (so a panic in its destructor becomes
+//!   the task's result), else by `TaskFuture`'s own drop (a runnable dropped
+//!   unrun). The pool cancels a runnable by aborting and running it
+//!   (`cancel`), which takes the first path.
+//! * No user destructor unwinds into the pool or into `async_task` (which
+//!   aborts the process on a panic in a destructor): the future, the output
+//!   (`TaskOutput`) and a panic payload are each dropped under
+//!   `catch_unwind`, and a panic there is caught and dropped in turn.
 //! * A `JoinHandle` holds the task until it has returned its output; its
 //!   header pointer is only read while it does.
 
@@ -28,6 +35,7 @@ use pin_project_lite::pin_project;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -85,47 +93,138 @@ impl TaskHeader {
         self.state.load(Ordering::Acquire) & ABORTED != 0
     }
 
-    fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.state.fetch_or(ABORTED, Ordering::Release);
     }
 }
 
 pin_project! {
     /// The future a task actually runs: the user's future, with panics
-    /// caught and aborts honoured.
+    /// caught (in its polls and in its destructor) and aborts honoured.
     pub(crate) struct TaskFuture<'a, F> {
+        // Dropped by hand, under `catch_unwind` (see the module invariants).
         #[pin]
-        future: F,
+        future: ManuallyDrop<F>,
+        future_dropped: bool,
         // Declared after the future, so it is dropped after it.
         registration: Registration<'a>,
+    }
+
+    impl<F> PinnedDrop for TaskFuture<'_, F> {
+        fn drop(this: Pin<&mut Self>) {
+            if let Some(payload) = this.drop_future() {
+                discard(payload);
+            }
+        }
     }
 }
 
 impl<'a, F> TaskFuture<'a, F> {
     pub(crate) fn new(future: F, header: &'a TaskHeader) -> Self {
         TaskFuture {
-            future,
+            future: ManuallyDrop::new(future),
+            future_dropped: false,
             registration: Registration { header },
         }
+    }
+
+    /// Drop the user's future (once), catching a panic of its destructor.
+    fn drop_future(self: Pin<&mut Self>) -> Option<Box<dyn Any + Send>> {
+        let this = self.project();
+        if std::mem::replace(this.future_dropped, true) {
+            return None;
+        }
+        // SAFETY: dropping a pinned value in place is what `Pin` allows; the
+        // flag above makes it the only drop, and the future is never polled
+        // again (`poll` checks the flag first).
+        let future = unsafe { this.future.get_unchecked_mut() };
+        // SAFETY: as above: `future` is dropped once and not used after.
+        catch_unwind(AssertUnwindSafe(|| unsafe { ManuallyDrop::drop(future) })).err()
     }
 }
 
 impl<F: Future> Future for TaskFuture<'_, F> {
-    type Output = Result<F::Output, JoinError>;
+    type Output = Result<TaskOutput<F::Output>, JoinError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // `Acquire` is not needed for correctness (the flag carries no data)
         // but pairs with `abort`'s `Release` for a prompt, clear read.
-        if this.registration.header.is_aborted() {
-            return Poll::Ready(Err(JoinError::cancelled()));
+        if self.future_dropped || self.registration.header.is_aborted() {
+            return Poll::Ready(Err(match self.drop_future() {
+                Some(payload) => JoinError::panic(payload),
+                None => JoinError::cancelled(),
+            }));
         }
-        match catch_unwind(AssertUnwindSafe(|| this.future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Err(payload) => Poll::Ready(Err(JoinError::panic(payload))),
+        let future = self.as_mut().project().future;
+        // SAFETY: structural pinning through `ManuallyDrop`: the future is
+        // never moved out, and dropped in place (`drop_future`).
+        let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
+        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(value)) => Ok(value),
+            Err(payload) => Err(payload),
+        };
+        // Done: drop the future now, so that a panic in its destructor is
+        // this task's result (the first panic wins).
+        let drop_panic = self.drop_future();
+        Poll::Ready(match (output, drop_panic) {
+            (Ok(value), None) => Ok(TaskOutput::new(value)),
+            (Ok(value), Some(payload)) => {
+                drop(TaskOutput::new(value));
+                Err(JoinError::panic(payload))
+            }
+            (Err(payload), later) => {
+                if let Some(payload) = later {
+                    discard(payload);
+                }
+                Err(JoinError::panic(payload))
+            }
+        })
+    }
+}
+
+/// A task's output, as async-task stores it: dropping it (a detached task's
+/// output, or a handle dropped unread) never unwinds.
+pub(crate) struct TaskOutput<T>(ManuallyDrop<T>);
+
+impl<T> TaskOutput<T> {
+    fn new(value: T) -> Self {
+        TaskOutput(ManuallyDrop::new(value))
+    }
+
+    fn into_inner(self) -> T {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the value is taken once.
+        unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+}
+
+impl<T> Drop for TaskOutput<T> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; `into_inner` skips this drop.
+        let value = unsafe { ManuallyDrop::take(&mut self.0) };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+            discard(payload);
         }
     }
+}
+
+/// Drop a panic payload whose panic nobody will see, catching a panic of
+/// its own destructor (and forgetting that one's payload: it cannot be
+/// dropped safely either).
+fn discard(payload: Box<dyn Any + Send>) {
+    if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(inner);
+    }
+}
+
+/// Cancel a runnable the pool will never run normally (shutdown, a spawn
+/// refused): mark its task aborted and run it, so that its future is
+/// dropped under `catch_unwind` by `TaskFuture::poll` and its handle learns
+/// the outcome (`cancelled`, or `panic` if the future's destructor panicked).
+pub(crate) fn cancel(runnable: Runnable) {
+    runnable.metadata().abort();
+    runnable.run();
 }
 
 /// Takes the task out of the registry of live tasks when the future drops.
@@ -162,7 +261,7 @@ pub(crate) type Runnable = async_task::Runnable<TaskHeader>;
 /// ```
 pub struct JoinHandle<T> {
     /// `None` once the output was returned.
-    task: Option<FallibleTask<Result<T, JoinError>, TaskHeader>>,
+    task: Option<FallibleTask<Result<TaskOutput<T>, JoinError>, TaskHeader>>,
     header: NonNull<TaskHeader>,
 }
 
@@ -177,7 +276,9 @@ unsafe impl<T: Send> Sync for JoinHandle<T> {}
 impl<T> Unpin for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(task: async_task::Task<Result<T, JoinError>, TaskHeader>) -> Self {
+    pub(crate) fn new(
+        task: async_task::Task<Result<TaskOutput<T>, JoinError>, TaskHeader>,
+    ) -> Self {
         let header = NonNull::from(task.metadata());
         JoinHandle {
             task: Some(task.fallible()),
@@ -245,7 +346,7 @@ impl<T> Future for JoinHandle<T> {
             .expect("JoinHandle polled after it returned its output");
         let out = match Pin::new(task).poll(cx) {
             Poll::Pending => return Poll::Pending,
-            Poll::Ready(Some(result)) => result,
+            Poll::Ready(Some(result)) => result.map(TaskOutput::into_inner),
             // The runnable was dropped without completing: the pool shut down.
             Poll::Ready(None) => Err(JoinError::cancelled()),
         };
@@ -294,7 +395,7 @@ enum Repr {
 struct Panic {
     /// The payload, behind a lock only so that `JoinError` is `Sync`
     /// (payloads are only `Send`); it is taken by `into_panic`.
-    payload: Mutex<Box<dyn Any + Send + 'static>>,
+    payload: Mutex<Option<Box<dyn Any + Send + 'static>>>,
     /// The panic message, when the payload is a string.
     message: Option<String>,
 }
@@ -313,7 +414,7 @@ impl JoinError {
             .or_else(|| payload.downcast_ref::<String>().cloned());
         JoinError {
             repr: Repr::Panic(Box::new(Panic {
-                payload: Mutex::new(payload),
+                payload: Mutex::new(Some(payload)),
                 message,
             })),
         }
@@ -366,11 +467,27 @@ impl JoinError {
         match self.repr {
             Repr::Panic(panic) => panic
                 .payload
-                .into_inner()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take()
+                .expect("the payload is taken only here, once"),
             Repr::Cancelled => {
                 panic!("JoinError::into_panic called on a cancelled task; check is_panic() first")
             }
+        }
+    }
+}
+
+impl Drop for Panic {
+    /// A payload may itself panic when dropped: never let that unwind.
+    fn drop(&mut self) {
+        let payload = self
+            .payload
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(payload) = payload {
+            discard(payload);
         }
     }
 }

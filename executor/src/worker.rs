@@ -431,7 +431,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
     // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
-        drop(runnable);
+        crate::task::cancel(runnable);
     }
     if let Some(hook) = &this.registry.on_thread_stop {
         hook();
