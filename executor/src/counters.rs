@@ -147,11 +147,10 @@ impl AtomicCounters {
         self.value.fetch_add(ONE_INACTIVE, Ordering::SeqCst);
     }
 
-    /// A worker found work or stopped searching (idle -> active).
-    ///
-    /// Unlike Rayon, it returns nothing: finding work is not a reason to wake
-    /// anyone, each new job brings its own tickle.
-    pub(crate) fn sub_inactive_thread(&self) {
+    /// A worker found work or stopped searching (idle -> active). Returns
+    /// the number of sleeping workers (Rayon's returns how many to wake; the
+    /// caller here decides, see `Sleep::work_found`).
+    pub(crate) fn sub_inactive_thread(&self) -> usize {
         let old = Counters {
             word: self.value.fetch_sub(ONE_INACTIVE, Ordering::SeqCst),
         };
@@ -163,6 +162,7 @@ impl AtomicCounters {
             old.sleeping_threads() < old.inactive_threads(),
             "sub_inactive_thread: sleeping would exceed inactive ({old:?})"
         );
+        old.sleeping_threads()
     }
 
     /// The waker of a sleeping worker takes it off the sleeping count.

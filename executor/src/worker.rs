@@ -91,6 +91,9 @@ pub(crate) struct WorkerThread {
     io_batch: Cell<Option<usize>>,
     /// The wakers a driver poll returned, kept for its capacity.
     io_wakers: Cell<Vec<Waker>>,
+    /// Tasks the last steal moved into our deque besides the one it
+    /// returned, not posted yet (see `post_stolen`).
+    stolen: Cell<usize>,
 }
 
 impl WorkerThread {
@@ -157,10 +160,7 @@ impl WorkerThread {
     /// job: wake a sleeper if no awake worker is idle.
     fn push_stealable(&self, runnable: Runnable) {
         self.worker.push(runnable);
-        let woken = self.registry.sleep.new_internal_jobs(1);
-        if woken > 0 {
-            self.stats().bump_owned(|s| &s.wakeups, woken as u64);
-        }
+        self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
     }
 
     /// The LIFO slot's task, unless it has run `MAX_LIFO_POLLS` times in a
@@ -326,8 +326,9 @@ impl WorkerThread {
                     Steal::Success(r) => {
                         // Our deque was empty before the steal (we search it
                         // first), so its length is the rest of the batch.
-                        let stolen = 1 + self.worker.len() as u64;
-                        self.stats().bump_owned(|s| &s.steals, stolen);
+                        let rest = self.worker.len();
+                        self.stolen.set(rest);
+                        self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
                         return Some(r);
                     }
                     Steal::Retry => retry = true,
@@ -341,7 +342,38 @@ impl WorkerThread {
     }
 
     fn steal_injected(&self) -> Option<Runnable> {
-        steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))
+        let before = self.worker.len();
+        let r = steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))?;
+        self.stolen.set(self.worker.len().saturating_sub(before));
+        Some(r)
+    }
+
+    /// Post the rest of a stolen batch as new internal jobs, once this
+    /// worker is active again. Their own tickles may have counted on this
+    /// worker (idle and awake, it covered them) and not woken a sleeper; now
+    /// that it runs one of them, nobody covers the rest. Without this post,
+    /// a poll that blocks or runs long strands them in this deque while
+    /// other workers sleep.
+    #[inline]
+    fn post_stolen(&self) {
+        let rest = self.stolen.replace(0);
+        if rest > 0 {
+            self.count_wakeups(self.registry.sleep.new_internal_jobs(rest));
+        }
+    }
+
+    /// Whether a job waits where any worker could take it: the injector or
+    /// a worker's deque (this one's included).
+    #[cold]
+    fn sees_queued_jobs(&self) -> bool {
+        self.registry.has_injected_jobs()
+            || self.registry.workers.iter().any(|w| !w.stealer.is_empty())
+    }
+
+    fn count_wakeups(&self, woken: usize) {
+        if woken > 0 {
+            self.stats().bump_owned(|s| &s.wakeups, woken as u64);
+        }
     }
 
     /// Run tasks until `latch` is set, sleeping (and counted as sleeping)
@@ -352,7 +384,10 @@ impl WorkerThread {
             // Active: run what we find.
             while !latch.probe() {
                 match self.find_work() {
-                    Some(r) => self.execute(r),
+                    Some(r) => {
+                        self.post_stolen();
+                        self.execute(r);
+                    }
                     None => break,
                 }
             }
@@ -368,7 +403,11 @@ impl WorkerThread {
             let mut polled_driver = false;
             while !latch.probe() {
                 if let Some(r) = self.find_work() {
-                    sleep.work_found();
+                    // Posts what it still sees queued, the rest of a stolen
+                    // batch included, if workers sleep.
+                    let woken = sleep.work_found(|| self.sees_queued_jobs());
+                    self.stolen.set(0);
+                    self.count_wakeups(woken);
                     self.execute(r);
                     continue 'active;
                 }
@@ -390,7 +429,8 @@ impl WorkerThread {
                 let _ = self.wake_ready(&mut wakers);
                 self.io_wakers.set(wakers);
             }
-            sleep.work_found();
+            let woken = sleep.work_found(|| self.sees_queued_jobs());
+            self.count_wakeups(woken);
             return;
         }
     }
@@ -421,6 +461,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         removals: RefCell::new(Vec::with_capacity(REMOVAL_BATCH)),
         io_batch: Cell::new(None),
         io_wakers: Cell::new(Vec::new()),
+        stolen: Cell::new(0),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));

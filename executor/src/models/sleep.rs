@@ -9,9 +9,9 @@ use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-/// A queue of at most one job, modelled as a flag: pushed with `Release`,
-/// looked at with `Acquire` (a look may see an old, empty, value) and taken
-/// with a swap.
+/// A queue of jobs, modelled as their count: pushed with `Release`, looked
+/// at with `Acquire` (a look may see an old, smaller, count) and taken one
+/// at a time with a compare-and-swap.
 pub(super) struct Queue(AtomicUsize);
 
 impl Queue {
@@ -20,16 +20,20 @@ impl Queue {
     }
 
     pub(super) fn push(&self) {
-        self.0.store(1, Ordering::Release);
+        self.0.fetch_add(1, Ordering::Release);
     }
 
     pub(super) fn has_job(&self) -> bool {
-        self.0.load(Ordering::Acquire) == 1
+        self.0.load(Ordering::Acquire) > 0
     }
 
-    /// A search: look, and take what is seen.
+    /// A search: look, and take one job if one is seen.
     fn take(&self) -> bool {
-        self.has_job() && self.0.swap(0, Ordering::AcqRel) == 1
+        self.has_job()
+            && self
+                .0
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok()
     }
 }
 
@@ -70,7 +74,7 @@ pub(super) fn idle_until(
     let mut wakers = Vec::new();
     while !latch.probe() {
         if queues.iter().any(|q| q.take()) || injector.take() {
-            sleep.work_found();
+            sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Job;
         }
         sleep.no_work_found(
@@ -81,12 +85,16 @@ pub(super) fn idle_until(
             &mut wakers,
         );
         if !wakers.is_empty() {
-            sleep.work_found();
+            sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Ready;
         }
     }
-    sleep.work_found();
+    sleep.work_found(|| sees_queued_jobs(queues, injector));
     Outcome::Stopped
+}
+
+fn sees_queued_jobs(queues: &[&Queue], injector: &Queue) -> bool {
+    queues.iter().any(|q| q.has_job()) || injector.has_job()
 }
 
 /// Make the JEC odd, as after earlier work: the case where a poster only
@@ -197,6 +205,40 @@ fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
             u8::from(poster_ran_it) + u8::from(sleeper_ran_it)
         );
         assert!(woken <= 1, "one job woke {woken} workers");
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+/// Two jobs injected while the two workers idle: the second job's tickle
+/// may count on a worker that is awake and idle, which then takes the first
+/// job (and would run it for ever). The other worker must still get the
+/// second: `work_found` posts what its finder still sees queued. The teeth
+/// check runs it without the finder's fence.
+#[test]
+fn a_job_whose_tickle_counted_on_a_worker_that_found_other_work_is_not_stranded() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("sleep_covered_job", &N, || {
+        let sleep = without_driver(2);
+        after_earlier_work(&sleep);
+        let injector = Arc::new(Queue::new());
+        let workers: Vec<_> = (0..2)
+            .map(|i| {
+                let (sleep, injector) = (sleep.clone(), injector.clone());
+                thread::spawn(move || {
+                    let never = CoreLatch::new(); // only a job ends it
+                    idle_until(&sleep, i, &never, &[], &injector)
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            injector.push();
+            sleep.new_injected_jobs(1);
+        }
+        // A stranded job leaves one worker asleep for ever: loom reports a
+        // deadlock.
+        for w in workers {
+            assert_eq!(w.join().unwrap(), Outcome::Job);
+        }
         assert_counters_at_rest(&sleep);
     });
 }

@@ -30,7 +30,9 @@
 //!   poster reads the counters and the fence after the sleeper increments them
 //!   guarantee that one of the two sees the other.
 //! * One new job wakes at most one sleeper, and none when enough workers are
-//!   awake and idle. Finding work wakes nobody.
+//!   awake and idle. A worker that finds work while others sleep posts the
+//!   jobs it still sees queued as one more job (`work_found`): their own
+//!   tickles may have counted on it while it was idle.
 
 use crate::counters::{AtomicCounters, JobsEventCounter};
 use crate::deadlock::DeadlockDetector;
@@ -315,10 +317,38 @@ impl Sleep {
     }
 
     /// The searching worker found work (or stops searching): active again.
-    /// It wakes nobody: every new job tickles for itself.
+    /// Returns the number of workers woken.
+    ///
+    /// While it searched, it was awake and idle, so the tickles of jobs
+    /// posted meanwhile may have counted on it and woken nobody; but it may
+    /// have found other work, and if that work is long these jobs would wait
+    /// while workers sleep. So if workers sleep and `has_queued_jobs` still
+    /// sees a queued job, it posts that as one new job (which wakes a sleeper
+    /// unless another idle worker is awake to take it). Without sleepers it
+    /// costs nothing more than Rayon's decrement.
     #[inline]
-    pub(crate) fn work_found(&self) {
-        self.counters.sub_inactive_thread();
+    pub(crate) fn work_found(&self, has_queued_jobs: impl FnOnce() -> bool) -> usize {
+        if self.counters.sub_inactive_thread() == 0 {
+            return 0;
+        }
+        self.post_uncovered_jobs(has_queued_jobs)
+    }
+
+    #[cold]
+    fn post_uncovered_jobs(&self, has_queued_jobs: impl FnOnce() -> bool) -> usize {
+        // Fence #3 (the finder's). It orders our decrement of `inactive`
+        // above before the queue reads below, and pairs with fence #1 of an
+        // outside poster (an injector push, then its read of the counters):
+        // either the poster sees us active, and wakes a sleeper itself, or
+        // we see its job here. Internal posts have no fence #1, so for jobs
+        // in workers' deques this is a best effort; their posters are awake.
+        #[cfg(not(pool_loom_skip_finder_fence))]
+        fence(Ordering::SeqCst);
+        if has_queued_jobs() {
+            self.new_jobs(1)
+        } else {
+            0
+        }
     }
 
     /// One fruitless search round. Yields, gets sleepy, or sleeps on `latch`
