@@ -3,7 +3,8 @@
 //! (`cargo bench -p benches`) and the `compare` binary
 //! (`cargo run --release -p benches --bin compare`).
 
-pub mod alloc;
+/// The counting allocator (task_memory), shared with the tests.
+pub use tests::alloc;
 pub mod exec;
 pub mod workloads;
 

@@ -2,6 +2,8 @@
 //! into a failure with a message, CPU time of the process, a drop counter,
 //! and a bounded wait for a pool to fall asleep.
 
+pub mod alloc;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -192,4 +194,27 @@ impl Drop for ListeningServer {
             let _ = child.wait();
         }
     }
+}
+
+/// Run `exe SCENARIO` in a child process (so that an abort, or a process
+/// limit it sets, stays there) under a 60 s watchdog, and fail with its
+/// status and output unless it printed `ok: SCENARIO` and exited cleanly.
+pub fn run_scenario(exe: &str, scenario: &str) {
+    let out = watchdog(scenario, 60, {
+        let (exe, scenario) = (exe.to_string(), scenario.to_string());
+        move || {
+            std::process::Command::new(exe)
+                .arg(&scenario)
+                .output()
+                .unwrap()
+        }
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.trim() == format!("ok: {scenario}"),
+        "{scenario}: {:?} (an abort is a killed process)\nstdout: {stdout}\nstderr (last 2000 bytes): {}",
+        out.status,
+        &stderr[stderr.len().saturating_sub(2000)..]
+    );
 }

@@ -1,7 +1,8 @@
-//! A counting global allocator for task_memory. Counting is switched on once,
-//! at startup and before any other thread exists, in the child process that
-//! measures memory (`compare --task-memory-child`); everywhere else the
-//! allocator only forwards to the system allocator after one relaxed load.
+//! A counting global allocator: for the benchmarks' task_memory and the
+//! lifecycle model test (`tests/model.rs`). Counting is switched on once, at
+//! startup and before any other thread exists, in the process that counts;
+//! everywhere else the allocator only forwards to the system allocator
+//! after one relaxed load.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
