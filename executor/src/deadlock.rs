@@ -92,9 +92,14 @@ impl DeadlockDetector {
         let mut data = self.data.lock();
         debug_assert!(data.active_threads > 0, "{data:?}");
         data.active_threads -= 1;
+        let panic = self.check(&data);
+        drop(data);
         // A handler's panic was already reported by the panic hook; the
-        // sleeping worker has nobody to pass it to.
-        drop(self.check(&data));
+        // sleeping worker has nobody to pass it to. Its payload is dropped
+        // outside the lock, and a panic of that drop is caught too.
+        if let Some(payload) = panic {
+            crate::task::discard(payload);
+        }
     }
 
     /// A worker woke from its condvar.

@@ -139,6 +139,13 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// gives `Err(e)` with `e.is_cancelled()`. `abort()` cancels a closure that
 /// has not started; one that is running runs to its end.
 ///
+/// If the OS refuses a new blocking thread (out of memory or of threads),
+/// the closure is never lost: while some blocking thread of the pool is
+/// alive it waits in the queue for one; when none is, nothing would ever
+/// run it, so it is cancelled at once (dropped, its handle gives `Err(e)`
+/// with `e.is_cancelled()`) instead of leaving the handle waiting forever.
+/// The next `spawn_blocking` tries to start a thread again.
+///
 /// # Panics
 ///
 /// As [`spawn`], if the global pool has to start and cannot.

@@ -212,7 +212,7 @@ impl<T> Drop for TaskOutput<T> {
 /// Drop a panic payload whose panic nobody will see, catching a panic of
 /// its own destructor (and forgetting that one's payload: it cannot be
 /// dropped safely either).
-fn discard(payload: Box<dyn Any + Send>) {
+pub(crate) fn discard(payload: Box<dyn Any + Send>) {
     if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
         std::mem::forget(inner);
     }

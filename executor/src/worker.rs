@@ -466,7 +466,7 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
     if let Some(hook) = &this.registry.on_thread_start {
-        hook();
+        call_hook(hook.as_ref());
     }
     this.wait_until(&this.registry.workers[index].terminate);
     // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
@@ -475,7 +475,17 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
         crate::task::cancel(runnable);
     }
     if let Some(hook) = &this.registry.on_thread_stop {
-        hook();
+        call_hook(hook.as_ref());
+    }
+}
+
+/// Call a thread hook. A panic in it is the user's bug, already reported by
+/// the panic hook: the worker goes on (a start hook that panics would
+/// otherwise leave the pool a worker short while the sleep protocol still
+/// counts on it).
+fn call_hook(hook: &(dyn Fn() + Send + Sync)) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)) {
+        crate::task::discard(payload);
     }
 }
 

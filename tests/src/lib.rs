@@ -218,3 +218,19 @@ pub fn run_scenario(exe: &str, scenario: &str) {
         &stderr[stderr.len().saturating_sub(2000)..]
     );
 }
+
+/// Set this process's soft limit on `resource` (`libc::RLIMIT_*`) to
+/// `value`, or back to the hard limit with `None`; a value above the hard
+/// limit is capped to it.
+pub fn set_soft_limit(resource: libc::__rlimit_resource_t, value: Option<u64>) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write `lim`.
+    unsafe {
+        assert_eq!(libc::getrlimit(resource, &mut lim), 0, "getrlimit");
+        lim.rlim_cur = value.map_or(lim.rlim_max, |v| v.min(lim.rlim_max));
+        assert_eq!(libc::setrlimit(resource, &lim), 0, "setrlimit");
+    }
+}

@@ -2,22 +2,8 @@
 //! scenario of `src/bin/destructor_panics.rs` runs in its own process, so
 //! an abort fails its test with a message instead of killing this binary.
 
-use std::process::Command;
-
 fn run(scenario: &str) {
-    let exe = env!("CARGO_BIN_EXE_destructor_panics");
-    let out = tests::watchdog(scenario, 60, {
-        let scenario = scenario.to_string();
-        move || Command::new(exe).arg(&scenario).output().unwrap()
-    });
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stdout.trim() == format!("ok: {scenario}"),
-        "{scenario}: {:?} (an abort is a killed process)\nstdout: {stdout}\nstderr (last 2000 bytes): {}",
-        out.status,
-        &stderr[stderr.len().saturating_sub(2000)..]
-    );
+    tests::run_scenario(env!("CARGO_BIN_EXE_destructor_panics"), scenario);
 }
 
 #[test]
@@ -48,4 +34,14 @@ fn dropping_a_blocking_handle_whose_output_panics_when_dropped_does_not_panic() 
 #[test]
 fn a_future_that_panics_when_dropped_after_completing_gives_is_panic() {
     run("completion");
+}
+
+#[test]
+fn thread_hooks_that_panic_do_not_stop_their_workers() {
+    run("hooks");
+}
+
+#[test]
+fn a_deadlock_handler_that_panics_on_a_sleeping_worker_does_not_stop_it() {
+    run("deadlock_handler");
 }

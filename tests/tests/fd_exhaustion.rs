@@ -10,16 +10,7 @@ use tests::watchdog;
 
 /// Lower the soft limit on open descriptors to `n`.
 fn set_fd_limit(n: u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit only read and write `lim`.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
-        lim.rlim_cur = n.min(lim.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
-    }
+    tests::set_soft_limit(libc::RLIMIT_NOFILE, Some(n));
 }
 
 #[test]

@@ -143,3 +143,71 @@ fn block_on_and_pools_in_a_loop() {
         }
     });
 }
+
+/// Counts its drop (through the field), then panics.
+struct Bomb {
+    _tracked: tests::Tracked,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("a destructor panics (on purpose)");
+    }
+}
+
+#[test]
+fn destructors_and_hooks_that_panic() {
+    watchdog("leaks: panicking destructors", LIMIT_SECS, || {
+        // Silence the deliberate panics (only those).
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let on_purpose = info
+                .payload()
+                .downcast_ref::<&str>()
+                .is_some_and(|s| s.contains("(on purpose)"));
+            if !on_purpose {
+                default_hook(info);
+            }
+        }));
+        let drops = DropCounter::new();
+        let p = Builder::new()
+            .worker_threads(2)
+            .on_thread_start(|| panic!("a start hook panics (on purpose)"))
+            .on_thread_stop(|| panic!("a stop hook panics (on purpose)"))
+            .build()
+            .unwrap();
+        // Detached outputs, and an unread blocking output, that panic when
+        // dropped.
+        for _ in 0..20 {
+            let t = drops.track();
+            drop(p.spawn(async move { Bomb { _tracked: t } }));
+        }
+        let t = drops.track();
+        let blocking = p.spawn_blocking(move || Bomb { _tracked: t });
+        // Pending futures that panic when dropped: aborted, or left for the
+        // shutdown.
+        let pending: Vec<_> = (0..20)
+            .map(|_| {
+                let b = Bomb {
+                    _tracked: drops.track(),
+                };
+                p.spawn(async move {
+                    let _b = b;
+                    std::future::pending::<()>().await
+                })
+            })
+            .collect();
+        for h in &pending[..10] {
+            h.abort();
+        }
+        while !blocking.is_finished() {
+            std::thread::yield_now();
+        }
+        drop(blocking);
+        drop(p);
+        assert_eq!(drops.drops(), 41, "every value dropped once");
+        for h in pending {
+            assert!(pool::block_on(h).unwrap_err().is_panic());
+        }
+    });
+}

@@ -1,10 +1,11 @@
-//! Scenarios of user destructors that panic, one per process run (an abort
-//! would kill the process: `tests/tests/destructor_panics.rs` runs each in
-//! its own child and fails that test alone). Prints `ok: SCENARIO` when the
-//! pool ran on and every check held.
+//! Scenarios of user destructors (and other user code the pool calls:
+//! thread hooks, the deadlock handler) that panic, one per process run (an
+//! abort would kill the process: `tests/tests/destructor_panics.rs` runs
+//! each in its own child and fails that test alone). Prints `ok: SCENARIO`
+//! when the pool ran on and every check held.
 //!
 //! ```text
-//! destructor_panics detached_outputs|shutdown|abort|handle_dropped|blocking_handle_dropped|completion
+//! destructor_panics detached_outputs|shutdown|abort|handle_dropped|blocking_handle_dropped|completion|hooks|deadlock_handler
 //! ```
 
 use pool::Builder;
@@ -35,6 +36,23 @@ fn bomb(drops: &Arc<AtomicUsize>, panics: bool) -> Bomb {
 
 fn pool() -> pool::Pool {
     Builder::new().worker_threads(2).build().unwrap()
+}
+
+/// Two tasks that can only finish together, so both workers must be alive
+/// to run them.
+fn both_workers_run(p: &pool::Pool) {
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let b = barrier.clone();
+            p.spawn(async move {
+                b.wait();
+            })
+        })
+        .collect();
+    for h in handles {
+        p.block_on(h).unwrap();
+    }
 }
 
 fn main() {
@@ -137,6 +155,58 @@ fn main() {
                 .unwrap_err();
             assert!(err.is_panic());
             assert_eq!(drops.load(Ordering::SeqCst), 1);
+        }
+        "hooks" => {
+            // Thread start and stop hooks that panic, with payloads that
+            // panic when dropped: every worker still runs tasks.
+            let (start, stop) = (drops.clone(), drops.clone());
+            let p = Builder::new()
+                .worker_threads(2)
+                .on_thread_start(move || std::panic::panic_any(bomb(&start, true)))
+                .on_thread_stop(move || std::panic::panic_any(bomb(&stop, true)))
+                .build()
+                .unwrap();
+            both_workers_run(&p);
+            drop(p);
+            assert_eq!(drops.load(Ordering::SeqCst), 4, "two starts, two stops");
+        }
+        "deadlock_handler" => {
+            // The deadlock handler panics (payload panicking when dropped)
+            // on a worker going to sleep while the other is marked blocked.
+            let d = drops.clone();
+            let p = Builder::new()
+                .worker_threads(2)
+                .deadlock_handler(move || std::panic::panic_any(bomb(&d, true)))
+                .build()
+                .unwrap();
+            let (tx, rx) = std::sync::mpsc::channel::<u32>();
+            let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let m = marked.clone();
+            // A busy task keeps the other worker active until this one is
+            // marked, so the handler fires when that worker falls asleep.
+            let busy = p.spawn(async move {
+                while !m.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+            });
+            let blocked = p.spawn(async move {
+                pool::mark_blocked();
+                marked.store(true, Ordering::SeqCst);
+                let v = rx.recv().unwrap();
+                pool::mark_unblocked();
+                v
+            });
+            p.block_on(busy).unwrap();
+            // The handler's payload dropped (after the panic hook printed
+            // it) means the handler ran and its panic was caught.
+            while drops.load(Ordering::SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            assert_eq!(p.metrics().deadlocks, 1);
+            tx.send(5).unwrap();
+            assert_eq!(p.block_on(blocked).unwrap(), 5);
+            assert_eq!(drops.load(Ordering::SeqCst), 1);
+            both_workers_run(&p);
         }
         other => panic!("unknown scenario {other:?}"),
     }
