@@ -295,9 +295,14 @@ impl Builder {
             ));
         }
 
-        let deques: Vec<Worker<_>> = (0..workers).map(|_| Worker::new_fifo()).collect();
+        let deques: Vec<(Worker<_>, Worker<_>)> = (0..workers)
+            .map(|_| (Worker::new_fifo(), Worker::new_lifo()))
+            .collect();
         let registry = Arc::new(Registry::new(
-            deques.iter().map(Worker::stealer).collect(),
+            deques
+                .iter()
+                .map(|(tasks, jobs)| (tasks.stealer(), jobs.stealer()))
+                .collect(),
             RegistryConfig {
                 on_thread_start: self.on_thread_start,
                 on_thread_stop: self.on_thread_stop,
@@ -312,13 +317,13 @@ impl Builder {
             },
         ));
         let mut threads = Vec::with_capacity(workers);
-        for (index, deque) in deques.into_iter().enumerate() {
+        for (index, (deque, jobs)) in deques.into_iter().enumerate() {
             let mut builder = thread::Builder::new().name(format!("{}-{index}", self.thread_name));
             if let Some(bytes) = self.stack_size {
                 builder = builder.stack_size(bytes);
             }
             let r = Arc::clone(&registry);
-            match builder.spawn(move || worker::main_loop(r, index, deque)) {
+            match builder.spawn(move || worker::main_loop(r, index, deque, jobs)) {
                 Ok(t) => threads.push(t),
                 Err(e) => {
                     registry.terminate();

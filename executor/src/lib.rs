@@ -59,6 +59,7 @@ mod deadlock;
 #[cfg(feature = "hyper")]
 pub mod hyper;
 mod io;
+mod join;
 mod latch;
 mod lifo;
 mod metrics;
@@ -77,6 +78,7 @@ mod worker;
 mod models;
 
 pub use builder::Builder;
+pub use join::{join, scope, Scope};
 pub use metrics::Metrics;
 pub use pool::{Handle, Pool};
 pub use pool_macros::{main, test};

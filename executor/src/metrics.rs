@@ -55,6 +55,11 @@ pub struct Metrics {
     /// Tasks the watcher took out of the LIFO slot of a worker whose poll
     /// ran long, so that a sleeping worker could run them.
     pub rescued: u64,
+    /// Fork-join jobs a worker ran from a job deque: a `join`'s second half
+    /// that another worker stole (or that its owner ran while it waited),
+    /// and `scope` spawns. A second half popped back and run inline by its
+    /// own `join` is not counted.
+    pub jobs: u64,
     /// Times the deadlock handler was called (see
     /// [`Builder::deadlock_handler`](crate::Builder::deadlock_handler)).
     pub deadlocks: u64,
@@ -74,6 +79,7 @@ pub(crate) struct WorkerStats {
     pub(crate) wakeups: AtomicU64,
     pub(crate) driver_polls: AtomicU64,
     pub(crate) rescued: AtomicU64,
+    pub(crate) jobs: AtomicU64,
 }
 
 impl WorkerStats {
@@ -101,5 +107,6 @@ impl WorkerStats {
         m.wakeups += get(&self.wakeups);
         m.driver_polls += get(&self.driver_polls);
         m.rescued += get(&self.rescued);
+        m.jobs += get(&self.jobs);
     }
 }

@@ -133,6 +133,50 @@ impl Pool {
         })
     }
 
+    /// [`join`](crate::join) on this pool: run `a` and `b`, potentially in
+    /// parallel, on its workers, and return both results.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let v: Vec<u64> = (0..1000).collect();
+    /// let (left, right) = v.split_at(500);
+    /// let (a, b) = pool.join(|| left.iter().sum::<u64>(), || right.iter().sum::<u64>());
+    /// assert_eq!(a + b, 499_500);
+    /// ```
+    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce() -> RA + Send,
+        B: FnOnce() -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        crate::join::join_in(&self.registry, a, b)
+    }
+
+    /// [`scope`](crate::scope) on this pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let mut halves = [0u64; 2];
+    /// let (a, b) = halves.split_at_mut(1);
+    /// pool.scope(|s| {
+    ///     s.spawn(|_| a[0] = 1);
+    ///     s.spawn(|_| b[0] = 2);
+    /// });
+    /// assert_eq!(halves, [1, 2]);
+    /// ```
+    pub fn scope<'scope, OP, R>(&self, op: OP) -> R
+    where
+        OP: FnOnce(&crate::Scope<'scope>) -> R + Send,
+        R: Send,
+    {
+        crate::join::scope_in(&self.registry, op)
+    }
+
     /// Run a blocking closure on this pool's blocking threads; see
     /// [`spawn_blocking`](crate::spawn_blocking).
     ///
@@ -463,6 +507,12 @@ impl Drop for BlockingThreadGuard {
         let registry = BLOCKING_THREAD_OF.with(|b| b.borrow_mut().take());
         drop(registry);
     }
+}
+
+/// Is worker `w`'s pool the current pool (no other pool entered by a
+/// `block_on` on this thread)? Then fork-join runs on `w` directly.
+pub(crate) fn current_is_worker_pool(w: &WorkerThread) -> bool {
+    entered().is_none_or(|r| Arc::ptr_eq(r, w.registry()))
 }
 
 /// The entered pool, else this worker's pool.

@@ -22,6 +22,7 @@
 use crate::blocking::{BlockingConfig, BlockingPool, BlockingTask};
 use crate::deadlock::{DeadlockDetector, Handler};
 use crate::io::Driver;
+use crate::join::JobRef;
 use crate::latch::CoreLatch;
 use crate::lifo::LifoSlot;
 use crate::metrics::{Metrics, WorkerStats};
@@ -48,6 +49,8 @@ pub(crate) struct WorkerInfo {
     pub(crate) stats: CachePadded<WorkerStats>,
     /// The other end of the worker's deque.
     pub(crate) stealer: Stealer<Runnable>,
+    /// The other end of the worker's fork-join job deque.
+    pub(crate) job_stealer: Stealer<JobRef>,
     /// The task the worker runs next (`lifo.rs`): the watcher may take it.
     pub(crate) lifo: LifoSlot<TaskHeader>,
 }
@@ -84,16 +87,20 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(stealers: Vec<Stealer<Runnable>>, config: RegistryConfig) -> Registry {
+    pub(crate) fn new(
+        stealers: Vec<(Stealer<Runnable>, Stealer<JobRef>)>,
+        config: RegistryConfig,
+    ) -> Registry {
         let n = stealers.len();
         Registry {
             injector: Injector::new(),
             workers: stealers
                 .into_iter()
-                .map(|stealer| WorkerInfo {
+                .map(|(stealer, job_stealer)| WorkerInfo {
                     terminate: CoreLatch::new(),
                     stats: CachePadded::new(WorkerStats::default()),
                     stealer,
+                    job_stealer,
                     lifo: LifoSlot::new(),
                 })
                 .collect(),

@@ -14,7 +14,7 @@
 //!   Tasks are only run from inside `main_loop`, so every reference handed
 //!   out by `current()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
-//! * Only this thread pushes to or pops from `worker` and puts into its LIFO
+//! * Only this thread pushes to or pops from `worker` and `jobs`, and puts into its LIFO
 //!   slot (`WorkerInfo::lifo`); others steal from `worker`, and only the
 //!   watcher takes from the slot (when this worker's current poll runs long,
 //!   `watcher.rs`). The LIFO slot holds a task only while this worker is
@@ -22,9 +22,10 @@
 //!   worker's slot is empty and every task it could run is visible to
 //!   thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
-//! * Search order: the LIFO slot (at most `MAX_LIFO_POLLS` times in a row),
-//!   own deque, then the other workers' deques from a random start, then the
-//!   injector; every `INJECTOR_INTERVAL`-th search looks at the injector
+//! * Search order: the newest job of its own fork-join job deque (`join/`),
+//!   the LIFO slot (at most `MAX_LIFO_POLLS` times in a row), own deque,
+//!   then the other workers (their oldest job, else half of their tasks)
+//!   from a random start, then the injector; every `INJECTOR_INTERVAL`-th search looks at the injector
 //!   first, so a busy worker does not starve outside spawns, and every
 //!   `DRIVER_INTERVAL`-th search polls the I/O driver first (without
 //!   blocking), so a busy pool does not starve I/O and timers.
@@ -32,6 +33,7 @@
 //!   driver) go onto its own deque and are posted as internal jobs after the
 //!   poll: the worker is awake then, and runs them if nobody steals them.
 
+use crate::join::JobRef;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::owned::Slot;
@@ -74,6 +76,9 @@ thread_local! {
 /// The state a worker thread keeps on its own stack.
 pub(crate) struct WorkerThread {
     worker: Worker<Runnable>,
+    /// Fork-join jobs (`join`, `scope`): LIFO, so a `join` pops its own
+    /// second half back first; thieves take the oldest.
+    jobs: Worker<JobRef>,
     index: usize,
     registry: Arc<Registry>,
     rng: XorShift64Star,
@@ -231,6 +236,34 @@ impl WorkerThread {
         }
     }
 
+    fn run(&self, work: Work) {
+        match work {
+            Work::Task(runnable) => self.execute(runnable),
+            Work::Job(job) => self.execute_job(job),
+        }
+    }
+
+    /// Push a fork-join job onto this worker's job deque and post it as an
+    /// internal job, as a spawned task is: a sleeper is woken for it unless
+    /// an awake worker is idle.
+    pub(crate) fn push_job(&self, job: JobRef) {
+        self.jobs.push(job);
+        self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
+    }
+
+    /// The newest job of this worker's job deque.
+    pub(crate) fn take_local_job(&self) -> Option<JobRef> {
+        self.jobs.pop()
+    }
+
+    /// Run a fork-join job (its panics are caught inside it).
+    pub(crate) fn execute_job(&self, job: JobRef) {
+        self.stats().bump_owned(|s| &s.jobs, 1);
+        // SAFETY: every job in a deque is alive until it has run, and runs
+        // once: it left the deque by this pop or steal (`join/job.rs`).
+        unsafe { job.execute() };
+    }
+
     fn execute(&self, runnable: Runnable) {
         self.stats().bump_owned(|s| &s.polls, 1);
         let was_marked = self.marked_blocked.get();
@@ -285,7 +318,7 @@ impl WorkerThread {
     }
 
     /// One search, in the order of the module invariants.
-    fn find_work(&self) -> Option<Runnable> {
+    fn find_work(&self) -> Option<Work> {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % DRIVER_INTERVAL == 0 {
@@ -294,22 +327,27 @@ impl WorkerThread {
         if tick % INJECTOR_INTERVAL == 0 {
             if let Some(r) = self.steal_injected() {
                 self.lifo_polls.set(0);
-                return Some(r);
+                return Some(Work::Task(r));
             }
         }
+        if let Some(job) = self.jobs.pop() {
+            return Some(Work::Job(job));
+        }
         if let Some(r) = self.take_lifo() {
-            return Some(r);
+            return Some(Work::Task(r));
         }
         self.lifo_polls.set(0);
-        self.worker
-            .pop()
-            .or_else(|| self.steal_from_workers())
-            .or_else(|| self.steal_injected())
+        if let Some(r) = self.worker.pop() {
+            return Some(Work::Task(r));
+        }
+        self.steal_from_workers()
+            .or_else(|| self.steal_injected().map(Work::Task))
     }
 
-    /// Steal half of another worker's deque, trying each once from a random
-    /// start, and again while some steal reported contention.
-    fn steal_from_workers(&self) -> Option<Runnable> {
+    /// Steal from another worker, trying each once from a random start, and
+    /// again while some steal reported contention: its oldest fork-join job
+    /// (the biggest piece of work, as in Rayon), else half of its tasks.
+    fn steal_from_workers(&self) -> Option<Work> {
         let workers = &self.registry.workers;
         let n = workers.len();
         if n <= 1 {
@@ -322,6 +360,14 @@ impl WorkerThread {
                 if victim == self.index {
                     continue;
                 }
+                let jobs = &workers[victim].job_stealer;
+                if !jobs.is_empty() {
+                    match jobs.steal() {
+                        Steal::Success(job) => return Some(Work::Job(job)),
+                        Steal::Retry => retry = true,
+                        Steal::Empty => {}
+                    }
+                }
                 match workers[victim].stealer.steal_batch_and_pop(&self.worker) {
                     Steal::Success(r) => {
                         // Our deque was empty before the steal (we search it
@@ -329,7 +375,7 @@ impl WorkerThread {
                         let rest = self.worker.len();
                         self.stolen.set(rest);
                         self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
-                        return Some(r);
+                        return Some(Work::Task(r));
                     }
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
@@ -367,7 +413,11 @@ impl WorkerThread {
     #[cold]
     fn sees_queued_jobs(&self) -> bool {
         self.registry.has_injected_jobs()
-            || self.registry.workers.iter().any(|w| !w.stealer.is_empty())
+            || self
+                .registry
+                .workers
+                .iter()
+                .any(|w| !w.stealer.is_empty() || !w.job_stealer.is_empty())
     }
 
     fn count_wakeups(&self, woken: usize) {
@@ -384,9 +434,9 @@ impl WorkerThread {
             // Active: run what we find.
             while !latch.probe() {
                 match self.find_work() {
-                    Some(r) => {
+                    Some(work) => {
                         self.post_stolen();
-                        self.execute(r);
+                        self.run(work);
                     }
                     None => break,
                 }
@@ -402,13 +452,13 @@ impl WorkerThread {
             // work of a server, so look there once before searching rounds.
             let mut polled_driver = false;
             while !latch.probe() {
-                if let Some(r) = self.find_work() {
+                if let Some(work) = self.find_work() {
                     // Posts what it still sees queued, the rest of a stolen
                     // batch included, if workers sleep.
                     let woken = sleep.work_found(|| self.sees_queued_jobs());
                     self.stolen.set(0);
                     self.count_wakeups(woken);
-                    self.execute(r);
+                    self.run(work);
                     continue 'active;
                 }
                 if !polled_driver {
@@ -449,9 +499,15 @@ impl Drop for ExitGuard {
 }
 
 /// The body of worker thread `index`.
-pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Runnable>) {
+pub(crate) fn main_loop(
+    registry: Arc<Registry>,
+    index: usize,
+    worker: Worker<Runnable>,
+    jobs: Worker<JobRef>,
+) {
     let this = WorkerThread {
         worker,
+        jobs,
         index,
         registry,
         rng: XorShift64Star::new(index as u64 + 1),
@@ -473,6 +529,11 @@ pub(crate) fn main_loop(registry: Arc<Registry>, index: usize, worker: Worker<Ru
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
         crate::task::cancel(runnable);
+    }
+    // A fork-join job is never dropped: someone waits for it. (Only a
+    // scope's spawn can be left here: a `join` returns with its own.)
+    while let Some(job) = this.jobs.pop() {
+        this.execute_job(job);
     }
     if let Some(hook) = &this.registry.on_thread_stop {
         call_hook(hook.as_ref());
@@ -497,6 +558,12 @@ pub(crate) fn random_shard_hint() -> usize {
         static HINT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
     }
     HINT.with(|h| *h)
+}
+
+/// What a search found.
+enum Work {
+    Task(Runnable),
+    Job(JobRef),
 }
 
 /// xorshift64*: a tiny generator for the start of each steal sweep.

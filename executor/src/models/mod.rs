@@ -26,6 +26,7 @@
 mod block_on;
 mod counters;
 mod driver;
+mod join;
 mod latch;
 mod park;
 mod sleep;

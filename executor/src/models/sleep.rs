@@ -28,7 +28,7 @@ impl Queue {
     }
 
     /// A search: look, and take one job if one is seen.
-    fn take(&self) -> bool {
+    pub(super) fn take(&self) -> bool {
         self.has_job()
             && self
                 .0
@@ -149,7 +149,7 @@ pub(super) fn injected_job_model(sleep: Arc<Sleep>, earlier_work: bool) {
     assert_counters_at_rest(&sleep);
 }
 
-fn without_driver(workers: usize) -> Arc<Sleep> {
+pub(super) fn without_driver(workers: usize) -> Arc<Sleep> {
     Arc::new(Sleep::new(workers, None, None))
 }
 

@@ -1,0 +1,161 @@
+//! Jobs: the unit of fork-join work, as in Rayon. A job is a pointer and a
+//! function that runs it ([`JobRef`]), pushed on a worker's job deque.
+//!
+//! # Invariants
+//!
+//! * A [`StackJob`] lives on the stack of the worker that called `join`,
+//!   which does not return until the job's latch is set (a thief ran it) or
+//!   it popped the job back and ran it inline: a `JobRef` to it is never
+//!   used after its frame is gone.
+//! * A [`HeapJob`] (a scope's spawn) is boxed and frees itself when run; the
+//!   scope it borrows from waits for its count latch, which the job
+//!   decrements only after its closure returned or panicked.
+//! * Every job is run exactly once, and never dropped without being run: a
+//!   worker that leaves its main loop runs what is left in its job deque.
+
+use crate::join::latch::SpinLatch;
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// A type-erased job: `execute_fn(pointer)` runs it once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JobRef {
+    pointer: *const (),
+    execute_fn: unsafe fn(*const ()),
+}
+
+// SAFETY: a `JobRef` is only created for jobs whose closures and results
+// are `Send` (the bounds of `join` and `Scope::spawn`), and the job types
+// synchronize their hand-off through their latches.
+unsafe impl Send for JobRef {}
+
+impl JobRef {
+    /// Whether `self` and `other` are the same job (the same address: two
+    /// live jobs never share one).
+    pub(crate) fn is(&self, other: &JobRef) -> bool {
+        std::ptr::eq(self.pointer, other.pointer)
+    }
+
+    /// Run the job.
+    ///
+    /// # Safety
+    ///
+    /// Called once per job, while the job is alive (see the module
+    /// invariants).
+    pub(crate) unsafe fn execute(self) {
+        // SAFETY: the caller's contract.
+        unsafe { (self.execute_fn)(self.pointer) }
+    }
+}
+
+/// What a job's closure produced.
+pub(crate) enum JobResult<R> {
+    None,
+    Ok(R),
+    Panic(Box<dyn Any + Send>),
+}
+
+impl<R> JobResult<R> {
+    pub(crate) fn call(f: impl FnOnce() -> R) -> JobResult<R> {
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(r) => JobResult::Ok(r),
+            Err(payload) => JobResult::Panic(payload),
+        }
+    }
+}
+
+/// The second half of a `join`, on its caller's stack.
+pub(crate) struct StackJob<F, R> {
+    pub(crate) latch: SpinLatch,
+    func: UnsafeCell<Option<F>>,
+    result: UnsafeCell<JobResult<R>>,
+}
+
+impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+    pub(crate) fn new(func: F, latch: SpinLatch) -> Self {
+        StackJob {
+            latch,
+            func: UnsafeCell::new(Some(func)),
+            result: UnsafeCell::new(JobResult::None),
+        }
+    }
+
+    /// A reference to push on a deque.
+    ///
+    /// # Safety
+    ///
+    /// `self` must not move or be dropped until the job ran (its latch is
+    /// set) or the `JobRef` was popped back unrun.
+    pub(crate) unsafe fn as_job_ref(&self) -> JobRef {
+        JobRef {
+            pointer: self as *const Self as *const (),
+            execute_fn: Self::execute,
+        }
+    }
+
+    /// A thief runs the job: result first, then the latch (after which the
+    /// job may be gone).
+    unsafe fn execute(this: *const ()) {
+        // SAFETY: `this` came from `as_job_ref` and the job is alive until
+        // its latch is set, below.
+        let this = unsafe { &*(this as *const Self) };
+        // SAFETY: only the one execution touches `func` and `result` before
+        // the latch is set; the owner reads them only after.
+        unsafe {
+            let func = (*this.func.get()).take().expect("a stack job runs once");
+            *this.result.get() = JobResult::call(func);
+        }
+        // SAFETY: see `SpinLatch::set`: the last use of `this`.
+        unsafe { SpinLatch::set(&this.latch) };
+    }
+
+    /// The owner popped its job back: run it here.
+    pub(crate) fn run_inline(self) -> JobResult<R> {
+        let func = self
+            .func
+            .into_inner()
+            .expect("a job popped back was not run");
+        JobResult::call(func)
+    }
+
+    /// The owner saw the latch set: take the thief's result.
+    pub(crate) fn into_result(self) -> JobResult<R> {
+        self.result.into_inner()
+    }
+}
+
+/// Resume the first panic of two halves, else return both values.
+pub(crate) fn both<RA, RB>(a: JobResult<RA>, b: JobResult<RB>) -> (RA, RB) {
+    match (a, b) {
+        (JobResult::Ok(a), JobResult::Ok(b)) => (a, b),
+        (JobResult::Panic(p), _) | (_, JobResult::Panic(p)) => resume_unwind(p),
+        (JobResult::None, _) | (_, JobResult::None) => {
+            unreachable!("both halves of a join ran before it returns")
+        }
+    }
+}
+
+/// A boxed job (a scope's spawn) that frees itself when run.
+pub(crate) struct HeapJob<F> {
+    func: F,
+}
+
+impl<F: FnOnce() + Send> HeapJob<F> {
+    /// Box `func` as a job.
+    pub(crate) fn into_job_ref(func: F) -> JobRef {
+        let job = Box::new(HeapJob { func });
+        JobRef {
+            pointer: Box::into_raw(job) as *const (),
+            execute_fn: Self::execute,
+        }
+    }
+
+    unsafe fn execute(this: *const ()) {
+        // SAFETY: `this` came from `Box::into_raw` in `into_job_ref`, and a
+        // job runs once.
+        let job = unsafe { Box::from_raw(this as *mut Self) };
+        // The closure catches its own panics (see `Scope::spawn`).
+        (job.func)();
+    }
+}

@@ -1,0 +1,218 @@
+//! Fork-join on the pool's own workers: [`join`] and [`scope`], Rayon's
+//! design (RFC 0005) on the deques and the one sleep manager that run the
+//! async tasks. See `README.md` beside this file.
+//!
+//! # Invariants
+//!
+//! * On a worker of the pool, `join(a, b)` pushes `b` as a [`StackJob`] on
+//!   the worker's LIFO job deque (no allocation) and posts it as an internal
+//!   job; runs `a`; then pops `b` back and runs it inline, or, if a thief
+//!   took it, waits for its latch with `WorkerThread::wait_until` (running
+//!   other jobs and tasks, sleeping through the protocol). It returns only
+//!   once both halves have finished, so `b` may borrow from its stack.
+//! * Off the pool's workers (a plain thread, `Pool::block_on`, a blocking
+//!   thread, a worker of another pool), the whole call runs on one of the
+//!   pool's workers inside a task, and the caller waits for that task's
+//!   handle: the task's future (which borrows the caller's closures) has
+//!   been dropped by the time its handle resolves.
+//! * Panics: both halves (every spawn of a scope) finish first; then the
+//!   first panic is resumed in the caller: `a`'s before `b`'s, the scope
+//!   closure's before its spawns'.
+
+mod job;
+mod latch;
+mod scope;
+
+pub(crate) use job::JobRef;
+pub use scope::Scope;
+
+use crate::registry::Registry;
+use crate::worker::WorkerThread;
+use job::{both, JobResult, StackJob};
+use latch::SpinLatch;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// Run `a` and `b`, potentially in parallel, on the current pool (the pool
+/// whose worker or blocking thread this is, the pool of the enclosing
+/// `Pool::block_on`, else the global pool), and return both results.
+///
+/// On a worker, `b` is offered to other workers (without an allocation)
+/// and `a` runs at once; if nobody took `b`, it runs here after `a`. While
+/// it waits for a `b` that another worker runs, the worker runs other jobs
+/// and tasks. Called inside an async task, `join` blocks that task (not its
+/// worker) until it returns. Off the pool's workers the call is run on one
+/// of them and the caller waits.
+///
+/// If either closure panics, `join` waits for the other, then resumes the
+/// panic (`a`'s if both panicked).
+///
+/// # Panics
+///
+/// Resumes a panic of `a` or `b`. Panics if the pool shuts down before the
+/// work could start on it (a call from outside a pool being dropped).
+///
+/// # Examples
+///
+/// ```
+/// fn fib(n: u64) -> u64 {
+///     if n < 2 {
+///         return n;
+///     }
+///     let (a, b) = pool::join(|| fib(n - 1), || fib(n - 2));
+///     a + b
+/// }
+/// let pool = pool::Pool::new().unwrap();
+/// assert_eq!(pool.join(|| fib(20), || fib(10)), (6765, 55));
+/// ```
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if let Some(w) = WorkerThread::current() {
+        if crate::pool::current_is_worker_pool(w) {
+            return join_on_worker(w, a, b);
+        }
+    }
+    crate::pool::with_current(|registry| join_in(registry, a, b))
+}
+
+/// `join` on the pool of `registry`.
+pub(crate) fn join_in<A, B, RA, RB>(registry: &Arc<Registry>, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    in_pool(registry, |w| join_on_worker(w, a, b))
+}
+
+/// Run `op` on a worker of `registry`: here if this thread is one, else in
+/// a task on the pool, waiting for it (see the module invariants).
+pub(crate) fn in_pool<OP, R>(registry: &Arc<Registry>, op: OP) -> R
+where
+    OP: FnOnce(&WorkerThread) -> R + Send,
+    R: Send,
+{
+    if let Some(w) = WorkerThread::current() {
+        if Arc::ptr_eq(w.registry(), registry) {
+            return op(w);
+        }
+    }
+    let mut result: Option<std::thread::Result<R>> = None;
+    let slot = SendPtr(&mut result as *mut Option<std::thread::Result<R>>);
+    let work = move || {
+        let slot = slot;
+        let w = WorkerThread::current().expect("a pool's task runs on one of its workers");
+        let r = catch_unwind(AssertUnwindSafe(|| op(w)));
+        // SAFETY: the caller waits below, and reads `result` only after
+        // this task's handle resolved, which happens after this write.
+        unsafe { *slot.0 = Some(r) };
+    };
+    let work: Box<dyn FnOnce() + Send + '_> = Box::new(work);
+    // SAFETY: the caller does not return before the task's handle resolves
+    // below, and by then the task's future, which owns `work` and whatever
+    // it borrows, was dropped (`TaskFuture` drops it before completing, and
+    // a cancelled task is dropped before its handle learns it). So `work`
+    // never outlives what it borrows, though its type says `'static`.
+    let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
+    let handle = registry.spawn(async move { work() });
+    let outcome = crate::block_on::block_on(handle);
+    match result {
+        Some(Ok(r)) => r,
+        Some(Err(payload)) => resume_unwind(payload),
+        None => panic!(
+            "pool::join/scope: the pool shut down before the work could start \
+             ({outcome:?}); call it while the pool is running"
+        ),
+    }
+}
+
+/// A raw pointer that may cross to the worker that writes through it.
+struct SendPtr<T>(*mut T);
+
+// SAFETY: the pointee is only written by the one task, and read by the
+// owner after that task has finished (see `in_pool`).
+unsafe impl<T: Send> Send for SendPtr<T> {}
+
+/// `join` on worker `w` (see the module invariants).
+fn join_on_worker<A, B, RA, RB>(w: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let job_b = StackJob::new(b, SpinLatch::new(w.index()));
+    // SAFETY: `job_b` stays in this frame until its latch is set (a thief
+    // ran it) or it is popped back below; every path out waits for one.
+    let job_b_ref = unsafe { job_b.as_job_ref() };
+    w.push_job(job_b_ref);
+    let result_a = JobResult::call(a);
+    loop {
+        if job_b.latch.core.probe() {
+            return both(result_a, job_b.into_result());
+        }
+        match w.take_local_job() {
+            Some(job) if job.is(&job_b_ref) => return both(result_a, job_b.run_inline()),
+            // Pushed by `a` and not run by it (a spawn on an outer scope).
+            Some(job) => w.execute_job(job),
+            None => {
+                // Stolen: help until the thief sets the latch.
+                w.wait_until(&job_b.latch.core);
+                return both(result_a, job_b.into_result());
+            }
+        }
+    }
+}
+
+/// Run `op` with a [`Scope`] whose spawned closures may borrow anything
+/// that outlives the scope, on the current pool (chosen as for [`join`]),
+/// and return its result once every spawned closure has finished.
+///
+/// Spawned closures run on the pool's workers (the one running the scope
+/// included, while it waits), in no promised order.
+///
+/// # Panics
+///
+/// A panic of `op` or of a spawned closure is resumed after all of them
+/// finished (`op`'s first, else the first spawn's to panic). Panics if the
+/// pool shuts down before the work could start on it.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let mut data = vec![1u64; 1000];
+/// pool.scope(|s| {
+///     for chunk in data.chunks_mut(100) {
+///         s.spawn(move |_| chunk.iter_mut().for_each(|x| *x *= 2));
+///     }
+/// });
+/// assert_eq!(data.iter().sum::<u64>(), 2000);
+/// ```
+pub fn scope<'scope, OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    if let Some(w) = WorkerThread::current() {
+        if crate::pool::current_is_worker_pool(w) {
+            return scope::scope_on_worker(w, op);
+        }
+    }
+    crate::pool::with_current(|registry| scope_in(registry, op))
+}
+
+/// `scope` on the pool of `registry`.
+pub(crate) fn scope_in<'scope, OP, R>(registry: &Arc<Registry>, op: OP) -> R
+where
+    OP: FnOnce(&Scope<'scope>) -> R + Send,
+    R: Send,
+{
+    in_pool(registry, |w| scope::scope_on_worker(w, op))
+}

@@ -1,0 +1,304 @@
+//! `join` and `scope`: values, nesting, real parallelism, one worker, calls
+//! from outside any pool, from async tasks and from blocking threads,
+//! panics, many spawns and borrowed chunks.
+
+use pool::Builder;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use tests::watchdog;
+
+fn pool(workers: usize) -> pool::Pool {
+    Builder::new().worker_threads(workers).build().unwrap()
+}
+
+fn fib(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = pool::join(|| fib(n - 1), || fib(n - 2));
+    a + b
+}
+
+#[test]
+fn join_returns_both_values_and_nests() {
+    watchdog("join_fib", 60, || {
+        let p = pool(2);
+        assert_eq!(p.join(|| 1, || "two"), (1, "two"));
+        assert_eq!(p.join(|| fib(25), || fib(20)), (75_025, 6_765));
+    });
+}
+
+#[test]
+fn both_halves_run_in_parallel_on_two_workers() {
+    watchdog("join_parallel", 30, || {
+        // Each half waits for the other at a barrier: only two threads
+        // running them at once can finish.
+        let p = pool(2);
+        let barrier = Barrier::new(2);
+        let (a, b) = p.join(|| barrier.wait().is_leader(), || barrier.wait().is_leader());
+        assert!(a != b, "exactly one leader");
+        assert_eq!(
+            p.metrics().jobs,
+            1,
+            "the second half was stolen and run from the deque"
+        );
+    });
+}
+
+#[test]
+fn a_one_worker_pool_runs_joins_and_scopes_alone() {
+    watchdog("join_one_worker", 60, || {
+        let p = pool(1);
+        assert_eq!(p.join(|| fib(20), || fib(15)), (6_765, 610));
+        let count = AtomicUsize::new(0);
+        p.scope(|s| {
+            for _ in 0..100 {
+                s.spawn(|_| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+        });
+        assert_eq!(count.into_inner(), 100);
+    });
+}
+
+#[test]
+fn calls_from_outside_any_pool_use_the_global_pool() {
+    watchdog("join_global", 60, || {
+        assert_eq!(pool::join(|| fib(15), || 2), (610, 2));
+        let mut v = vec![0u32; 64];
+        pool::scope(|s| {
+            for (i, x) in v.iter_mut().enumerate() {
+                s.spawn(move |_| *x = i as u32);
+            }
+        });
+        assert!(v.iter().enumerate().all(|(i, x)| *x == i as u32));
+    });
+}
+
+#[test]
+fn join_inside_an_async_task_blocks_only_that_task() {
+    watchdog("join_in_task", 60, || {
+        let p = pool(2);
+        let out = p.block_on(p.spawn(async {
+            let other = pool::spawn(async { 5 });
+            let (a, b) = pool::join(|| fib(18), || fib(17));
+            (a + b, other.await.unwrap())
+        }));
+        assert_eq!(out.unwrap(), (4_181, 5));
+        // From `Pool::block_on` on a plain thread too.
+        assert_eq!(p.block_on(async { pool::join(|| 1, || 2) }), (1, 2));
+    });
+}
+
+#[test]
+fn a_join_waiting_for_its_stolen_half_keeps_running_tasks() {
+    watchdog("join_helps", 30, || {
+        // One worker joins; its second half is stolen by the other, which
+        // then waits for a task: the joiner, waiting, must run that task.
+        let p = pool(2);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let started = AtomicBool::new(false);
+        let ran = p.block_on(p.spawn(async move {
+            let started = &started;
+            pool::join(
+                || {
+                    // Let the other worker steal the second half first.
+                    while !started.load(Ordering::SeqCst) {
+                        std::hint::spin_loop();
+                    }
+                    drop(pool::spawn(async move { tx.send(()).unwrap() }));
+                },
+                move || {
+                    started.store(true, Ordering::SeqCst);
+                    rx.recv().unwrap();
+                },
+            );
+            true
+        }));
+        assert!(ran.unwrap());
+    });
+}
+
+#[test]
+fn join_inside_spawn_blocking_runs_on_that_pool() {
+    watchdog("join_in_blocking", 30, || {
+        let p = pool(2);
+        let h = p.spawn_blocking(|| {
+            pool::join(
+                || std::thread::current().name().unwrap_or("").to_string(),
+                || std::thread::current().name().unwrap_or("").to_string(),
+            )
+        });
+        let (a, b) = p.block_on(h).unwrap();
+        for name in [a, b] {
+            assert!(name.starts_with("pool-worker-"), "ran on {name:?}");
+        }
+    });
+}
+
+#[test]
+fn a_panic_in_either_half_is_resumed_after_both_finished() {
+    watchdog("join_panics", 30, || {
+        let p = pool(2);
+        for first_panics in [true, false] {
+            let other_finished = AtomicBool::new(false);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let slow = || {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    other_finished.store(true, Ordering::SeqCst);
+                };
+                if first_panics {
+                    p.join(|| panic!("a panics"), slow);
+                } else {
+                    p.join(slow, || panic!("b panics"));
+                }
+            }));
+            let payload = result.expect_err("the panic is resumed");
+            let msg = payload.downcast_ref::<&str>().copied().unwrap_or("");
+            assert_eq!(msg, if first_panics { "a panics" } else { "b panics" });
+            assert!(
+                other_finished.load(Ordering::SeqCst),
+                "the other half finished first"
+            );
+        }
+        // Both panic: `a`'s wins.
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.join(|| panic!("a"), || panic!("b"))
+        }))
+        .unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a"));
+        // The pool goes on.
+        assert_eq!(p.join(|| 1, || 2), (1, 2));
+    });
+}
+
+#[test]
+fn a_panic_in_a_scope_spawn_is_resumed_after_every_spawn_finished() {
+    watchdog("scope_panics", 30, || {
+        let p = pool(2);
+        let finished = AtomicUsize::new(0);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.scope(|s| {
+                s.spawn(|_| panic!("a spawn panics"));
+                for _ in 0..10 {
+                    s.spawn(|_| {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        finished.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+            })
+        }));
+        assert_eq!(
+            finished.load(Ordering::SeqCst),
+            10,
+            "the others finished first"
+        );
+        let payload = result.expect_err("the spawn's panic is resumed");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a spawn panics"));
+        // A panic of the scope's own closure, with spawns still running.
+        let finished = AtomicUsize::new(0);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.scope(|s| {
+                s.spawn(|_| {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    finished.fetch_add(1, Ordering::SeqCst);
+                });
+                panic!("the scope panics");
+            })
+        }));
+        assert_eq!(finished.load(Ordering::SeqCst), 1);
+        let payload = result.unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the scope panics"));
+    });
+}
+
+#[test]
+fn ten_thousand_scope_spawns_and_nested_spawns() {
+    watchdog("scope_many", 60, || {
+        let p = pool(2);
+        let count = AtomicUsize::new(0);
+        p.scope(|s| {
+            for _ in 0..10_000 {
+                s.spawn(|s| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    s.spawn(|_| {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    });
+                });
+            }
+        });
+        assert_eq!(count.into_inner(), 20_000);
+    });
+}
+
+#[test]
+fn scope_spawns_borrow_a_mut_chunk_each() {
+    watchdog("scope_chunks", 30, || {
+        let p = pool(2);
+        let mut data: Vec<u64> = (0..100_000).collect();
+        p.scope(|s| {
+            for chunk in data.chunks_mut(1_000) {
+                s.spawn(move |_| chunk.iter_mut().for_each(|x| *x *= 3));
+            }
+        });
+        assert!(data.iter().enumerate().all(|(i, x)| *x == 3 * i as u64));
+    });
+}
+
+/// `deep(n, at)`: `n` nested joins through `$join`, returning `n`; the
+/// innermost call stores the address of one of its locals in `at`.
+macro_rules! deep {
+    ($name:ident, $join:path) => {
+        fn $name(n: u32, at: &AtomicUsize) -> u32 {
+            let local = 0u8;
+            if n == 0 {
+                let addr = std::hint::black_box(&local) as *const u8 as usize;
+                at.store(addr, Ordering::Relaxed);
+                return 0;
+            }
+            let (a, b) = $join(|| $name(n - 1, at), || 1);
+            a + b
+        }
+    };
+}
+deep!(deep_pool, pool::join);
+deep!(deep_rayon, rayon::join);
+
+/// Stack bytes per level of `deep`: how far its innermost local moves
+/// between depths 1 and 101.
+fn stack_per_level(deep: fn(u32, &AtomicUsize) -> u32) -> usize {
+    let bottom = |depth| {
+        let at = AtomicUsize::new(0);
+        assert_eq!(deep(depth, &at), depth);
+        at.into_inner()
+    };
+    bottom(1).abs_diff(bottom(101)) / 100
+}
+
+#[test]
+fn nested_joins_take_no_more_stack_than_rayons() {
+    watchdog("join_deep", 60, || {
+        let p = pool(1);
+        let r = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let ours = p.join(|| stack_per_level(deep_pool), || ()).0;
+        let rayons = r.install(|| stack_per_level(deep_rayon));
+        eprintln!("stack per nested join: pool {ours} B, rayon {rayons} B");
+        assert!(
+            ours <= rayons + rayons / 4,
+            "a nested join takes {ours} bytes of stack, rayon's {rayons}"
+        );
+        // As deep as rayon's default (2 MiB) worker stack holds with room to
+        // spare, up to 10 000 levels: ours must hold it too. (10 000 levels
+        // take about 2 MB in a release build, for both.)
+        const DEFAULT_STACK: usize = 2 << 20;
+        let depth = (DEFAULT_STACK * 3 / 4 / rayons).min(10_000) as u32;
+        eprintln!("nested joins run {depth} deep on both");
+        let at = AtomicUsize::new(0);
+        assert_eq!(p.join(|| deep_pool(depth, &at), || 0), (depth, 0));
+        assert_eq!(r.install(|| deep_rayon(depth, &at)), depth);
+    });
+}
