@@ -21,6 +21,9 @@ pub const CHAIN: u64 = 1_000;
 /// fork_join computes fib(FIB_N), spawning for n >= FIB_SPAWN_MIN.
 pub const FIB_N: u64 = 22;
 pub const FIB_SPAWN_MIN: u64 = 10;
+/// quicksort sorts SORT_LEN u64, sequentially below SORT_SEQUENTIAL_BELOW.
+pub const SORT_LEN: usize = 4_000_000;
+pub const SORT_SEQUENTIAL_BELOW: usize = 64 * 1024;
 /// Tasks in task_tree, and the CPU work of each.
 pub const TREE_TASKS: u64 = 100_000;
 pub const TREE_TASK_WORK: Duration = Duration::from_micros(2);
@@ -388,35 +391,180 @@ pub fn long_poll<E: Exec>(e: &E, case: LongPoll) -> f64 {
     }
 }
 
+// ---------------------------------------------------------------- quicksort
+
+/// quicksort's input: SORT_LEN xorshift values, the same every run (a copy
+/// of one generated vector: the copy, about 4 ms, is timed for everyone).
+fn sort_input() -> Vec<u64> {
+    static DATA: OnceLock<Vec<u64>> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        (0..SORT_LEN)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            })
+            .collect()
+    })
+    .clone()
+}
+
+/// The sum of `v` if it is sorted, else 0.
+fn sorted_checksum(v: &[u64]) -> u64 {
+    if v.is_sorted() {
+        v.iter().fold(0u64, |s, x| s.wrapping_add(*x))
+    } else {
+        0
+    }
+}
+
+/// Split `v` at its median (the standard library's selection).
+fn sort_partition(v: &mut [u64]) -> usize {
+    let k = v.len() / 2;
+    v.select_nth_unstable(k);
+    k
+}
+
+/// A part of the vector, moved into the task that sorts it.
+struct SortPart(*mut u64, usize);
+
+// SAFETY: parts are disjoint and each is used by one task at a time, which
+// its parent awaits before it returns (see `sort_tasks`).
+unsafe impl Send for SortPart {}
+
+fn sort_tasks<E: Exec>(part: SortPart) -> BoxFut<()> {
+    Box::pin(async move {
+        let part = part; // moved whole (a field alone is not `Send`)
+                         // SAFETY: `part` is the only handle to its elements until this
+                         // future completes: every task awaits the child it spawns, and the
+                         // vector outlives the root (`quicksort` waits for it).
+        let v = unsafe { std::slice::from_raw_parts_mut(part.0, part.1) };
+        if v.len() < SORT_SEQUENTIAL_BELOW {
+            v.sort_unstable();
+            return;
+        }
+        let k = sort_partition(v);
+        let (left, right) = v.split_at_mut(k);
+        let left = E::spawn(sort_tasks::<E>(SortPart(left.as_mut_ptr(), left.len())));
+        sort_tasks::<E>(SortPart(right.as_mut_ptr(), right.len())).await;
+        left.await;
+    })
+}
+
+/// A parallel quicksort of SORT_LEN u64 with async tasks: spawn one half,
+/// sort the other, await the first.
+pub fn quicksort<E: Exec>(e: &E) -> u64 {
+    let mut v = sort_input();
+    e.run(sort_tasks::<E>(SortPart(v.as_mut_ptr(), v.len())));
+    sorted_checksum(&v)
+}
+
+/// quicksort with `sort_unstable` on one thread (the reference).
+pub fn quicksort_sequential() -> u64 {
+    let mut v = sort_input();
+    v.sort_unstable();
+    sorted_checksum(&v)
+}
+
+macro_rules! join_sort {
+    ($name:ident, $join:path) => {
+        fn $name(v: &mut [u64]) {
+            if v.len() < SORT_SEQUENTIAL_BELOW {
+                v.sort_unstable();
+                return;
+            }
+            let k = sort_partition(v);
+            let (left, right) = v.split_at_mut(k);
+            $join(|| $name(left), || $name(right));
+        }
+    };
+}
+join_sort!(pool_join_sort, pool::join);
+join_sort!(rayon_join_sort, rayon::join);
+
+/// quicksort with `pool::join`.
+pub fn pool_join_quicksort(p: &pool::Pool) -> u64 {
+    let mut v = sort_input();
+    p.join(|| pool_join_sort(&mut v), || ());
+    sorted_checksum(&v)
+}
+
+/// quicksort with `rayon::join`.
+pub fn rayon_quicksort(p: &rayon::ThreadPool) -> u64 {
+    let mut v = sort_input();
+    p.install(|| rayon_join_sort(&mut v));
+    sorted_checksum(&v)
+}
+
 // ---------------------------------------------------------------- rayon
 
-/// task_tree on rayon's scope (a reference, not an async executor).
-pub fn rayon_task_tree(pool: &rayon::ThreadPool) -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    let iters = work_iters(TREE_TASK_WORK);
-    let sum = AtomicU64::new(0);
-    fn node<'s>(s: &rayon::Scope<'s>, id: u64, size: u64, iters: u64, sum: &'s AtomicU64) {
-        sum.fetch_add(spin(iters, id), Ordering::Relaxed);
-        for (child, child_size) in children(id, size - 1) {
-            s.spawn(move |s| node(s, child, child_size, iters, sum));
+/// fork_join and task_tree on a fork-join pool: `$pool` with `$join` and
+/// `$scope` (rayon's, or pool's own `join` and `scope`).
+macro_rules! fork_join_refs {
+    ($fork_join:ident, $task_tree:ident, $pool:ty, $scope:ty, $join:path) => {
+        /// fork_join with fork-join's `join` instead of spawned tasks.
+        pub fn $fork_join(pool: &$pool) -> u64 {
+            fn fib(n: u64) -> u64 {
+                if n < FIB_SPAWN_MIN {
+                    fib_seq(n)
+                } else {
+                    let (a, b) = $join(|| fib(n - 1), || fib(n - 2));
+                    a + b
+                }
+            }
+            pool.install_or_join(|| fib(FIB_N))
         }
-    }
-    pool.scope(|s| node(s, 1, TREE_TASKS, iters, &sum));
-    sum.into_inner()
+
+        /// task_tree with fork-join's `scope` instead of spawned tasks.
+        pub fn $task_tree(pool: &$pool) -> u64 {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            let iters = work_iters(TREE_TASK_WORK);
+            let sum = AtomicU64::new(0);
+            fn node<'s>(s: &$scope, id: u64, size: u64, iters: u64, sum: &'s AtomicU64) {
+                sum.fetch_add(spin(iters, id), Ordering::Relaxed);
+                for (child, child_size) in children(id, size - 1) {
+                    s.spawn(move |s| node(s, child, child_size, iters, sum));
+                }
+            }
+            pool.scope(|s| node(s, 1, TREE_TASKS, iters, &sum));
+            sum.into_inner()
+        }
+    };
 }
 
-/// fork_join on rayon::join.
-pub fn rayon_fork_join(pool: &rayon::ThreadPool) -> u64 {
-    fn fib(n: u64) -> u64 {
-        if n < FIB_SPAWN_MIN {
-            fib_seq(n)
-        } else {
-            let (a, b) = rayon::join(|| fib(n - 1), || fib(n - 2));
-            a + b
-        }
-    }
-    pool.install(|| fib(FIB_N))
+/// Run `f` on the fork-join pool's workers.
+trait InstallOrJoin {
+    fn install_or_join<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R;
 }
+
+impl InstallOrJoin for rayon::ThreadPool {
+    fn install_or_join<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.install(f)
+    }
+}
+
+impl InstallOrJoin for pool::Pool {
+    fn install_or_join<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.join(f, || ()).0
+    }
+}
+
+fork_join_refs!(
+    rayon_fork_join,
+    rayon_task_tree,
+    rayon::ThreadPool,
+    rayon::Scope<'s>,
+    rayon::join
+);
+fork_join_refs!(
+    pool_join_fork_join,
+    pool_scope_task_tree,
+    pool::Pool,
+    pool::Scope<'s>,
+    pool::join
+);
 
 // ---------------------------------------------------------------- checks
 
@@ -428,6 +576,7 @@ pub fn expected(workload: &str) -> Option<u64> {
         "ping_pong" => (0..PING_PONG_PAIRS).map(|p| p + ROUND_TRIPS).sum(),
         "chained_spawn" => CHAIN,
         "fork_join" => fib_seq(FIB_N),
+        "quicksort" => sort_input().iter().fold(0u64, |s, x| s.wrapping_add(*x)),
         "task_tree" => tree_checksum(TREE_TASKS),
         "bursty" => {
             let iters = work_iters(BURST_TASK_WORK);

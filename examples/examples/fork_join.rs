@@ -1,6 +1,8 @@
-//! Fork-join on `pool`: a parallel quicksort of 10 million `u64`, each
-//! partition spawning one half with `pool::spawn` and sorting the other in
-//! place, checked against `sort_unstable` and timed against it.
+//! Fork-join on `pool`: a parallel quicksort of 10 million `u64` with
+//! `pool::join` (each partition sorts its two halves in a join: no
+//! allocation, the second half offered to the other workers), checked
+//! against `sort_unstable` and timed against it, and against the same sort
+//! written with async tasks (`pool::spawn` one half, await it).
 //!
 //! ```text
 //! cargo run --release -p examples --example fork_join -- [--len N] [--workers N]
@@ -10,18 +12,40 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
-/// Below this many elements a task sorts its part itself.
+/// Below this many elements a part is sorted sequentially.
 const SEQUENTIAL_BELOW: usize = 64 * 1024;
 
-/// A part of the vector being sorted, sent to the task that sorts it.
+/// Split `v` at its median: afterwards every element of `v[..k]` is <= every
+/// element of `v[k..]`, for the returned `k = v.len() / 2`. The standard
+/// library's selection uses the same branchless block partition as its
+/// sort, several times faster than a textbook one on random data.
+fn partition(v: &mut [u64]) -> usize {
+    let k = v.len() / 2;
+    v.select_nth_unstable(k);
+    k
+}
+
+/// The quicksort with `pool::join`: both halves borrow from the caller.
+fn sort_join(v: &mut [u64]) {
+    if v.len() < SEQUENTIAL_BELOW {
+        v.sort_unstable();
+        return;
+    }
+    let k = partition(v);
+    let (left, right) = v.split_at_mut(k);
+    pool::join(|| sort_join(left), || sort_join(right));
+}
+
+/// A part of the vector being sorted, sent to the task that sorts it (an
+/// async task must own what it touches: it is `'static`).
 struct Part {
     ptr: *mut u64,
     len: usize,
 }
 
 // SAFETY: a `Part` is the only handle to its elements while its task runs
-// (parts are disjoint: see `sort`), so moving it to another thread moves
-// exclusive access, as sending a `&mut [u64]` would.
+// (parts are disjoint: see `sort_tasks`), so moving it to another thread
+// moves exclusive access, as sending a `&mut [u64]` would.
 unsafe impl Send for Part {}
 
 impl Part {
@@ -42,17 +66,9 @@ impl Part {
     }
 }
 
-/// Split `v` at its median: afterwards every element of `v[..k]` is <= every
-/// element of `v[k..]`, for the returned `k = v.len() / 2`. The standard
-/// library's selection uses the same branchless block partition as its
-/// sort, several times faster than a textbook one on random data.
-fn partition(v: &mut [u64]) -> usize {
-    let k = v.len() / 2;
-    v.select_nth_unstable(k);
-    k
-}
-
-fn sort(part: Part) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+/// The same quicksort with async tasks: spawn one half, sort the other,
+/// await the spawned one.
+fn sort_tasks(part: Part) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     Box::pin(async move {
         // SAFETY: `part` came from a live `&mut [u64]` that nothing else
         // touches until this future completes: `main` awaits the root, and
@@ -66,8 +82,8 @@ fn sort(part: Part) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         }
         let k = partition(v);
         let (left, right) = v.split_at_mut(k);
-        let left = pool::spawn(sort(Part::new(left)));
-        sort(Part::new(right)).await;
+        let left = pool::spawn(sort_tasks(Part::new(left)));
+        sort_tasks(Part::new(right)).await;
         left.await.expect("a sorting task panicked");
     })
 }
@@ -112,24 +128,31 @@ fn main() -> std::io::Result<()> {
     expected.sort_unstable();
     let sequential = t.elapsed();
 
+    let mut v = data.clone();
+    let t = Instant::now();
+    pool.join(|| sort_join(&mut v), || ());
+    let joined = t.elapsed();
+    assert_eq!(v, expected, "the join sort disagrees with sort_unstable");
+
     let mut v = data;
     let t = Instant::now();
-    pool.block_on(sort(Part::new(&mut v)));
-    let parallel = t.elapsed();
+    pool.block_on(sort_tasks(Part::new(&mut v)));
+    let tasks = t.elapsed();
+    assert_eq!(v, expected, "the task sort disagrees with sort_unstable");
 
-    assert_eq!(
-        v, expected,
-        "the parallel sort disagrees with sort_unstable"
-    );
     println!(
         "sorted {len} u64 correctly on {} workers",
         pool.worker_threads()
     );
+    let speedup = |d: std::time::Duration| sequential.as_secs_f64() / d.as_secs_f64();
     println!(
-        "sort_unstable: {:.3} s, pool quicksort: {:.3} s, speed-up {:.2}x",
+        "sort_unstable: {:.3} s, pool::join quicksort: {:.3} s (speed-up {:.2}x), \
+         async-task quicksort: {:.3} s (speed-up {:.2}x)",
         sequential.as_secs_f64(),
-        parallel.as_secs_f64(),
-        sequential.as_secs_f64() / parallel.as_secs_f64()
+        joined.as_secs_f64(),
+        speedup(joined),
+        tasks.as_secs_f64(),
+        speedup(tasks)
     );
     Ok(())
 }

@@ -99,7 +99,7 @@ fn parse_args() -> Args {
     args
 }
 
-const WORKLOADS: [&str; 15] = [
+const WORKLOADS: [&str; 16] = [
     "spawn_many_local",
     "spawn_many_remote",
     "yield_many",
@@ -107,6 +107,7 @@ const WORKLOADS: [&str; 15] = [
     "chained_spawn",
     "fork_join",
     "task_tree",
+    "quicksort",
     "bursty",
     "idle_cpu",
     "sparse_wake",
@@ -213,16 +214,36 @@ fn rayon_timed(workers: usize, name: &str, f: fn(&rayon::ThreadPool) -> u64) -> 
         .num_threads(workers)
         .build()
         .expect("start rayon");
+    timed_on(name, "rayon", || f(&pool))
+}
+
+/// A fork-join workload on `pool::join` / `pool::scope`.
+fn pool_timed(workers: usize, name: &str, f: fn(&pool::Pool) -> u64) -> Sample {
+    let pool = pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("start pool");
+    timed_on(name, "pool::join", || f(&pool))
+}
+
+/// A workload on the calling thread alone.
+fn plain_timed(name: &str, f: fn() -> u64) -> Sample {
+    timed_on(name, "one thread", f)
+}
+
+/// Time `f` (wall and process CPU) after the runtime settled, and check
+/// its checksum.
+fn timed_on(name: &str, on: &str, f: impl FnOnce() -> u64) -> Sample {
+    std::hint::black_box(w::expected(name)); // inputs generated before timing
     std::thread::sleep(SETTLE);
     let (c0, t0) = (process_cpu_time(), Instant::now());
-    let sum = f(&pool);
+    let sum = f();
     let wall = t0.elapsed();
     let cpu = process_cpu_time() - c0;
-    drop(pool);
     assert_eq!(
         Some(sum),
         w::expected(name),
-        "{name} on rayon: wrong checksum"
+        "{name} on {on}: wrong checksum"
     );
     Sample {
         wall_ms: wall.as_secs_f64() * 1e3,
@@ -308,6 +329,7 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
         "chained_spawn" => timed3!(chained_spawn),
         "fork_join" => timed3!(fork_join),
         "task_tree" => timed3!(task_tree),
+        "quicksort" => timed3!(quicksort),
         "bursty" => timed3!(bursty),
         "idle_cpu" => vec![
             (
@@ -388,12 +410,34 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
                 "rayon",
                 Box::new(move || rayon_timed(workers, name, w::rayon_fork_join)),
             ));
+            v.push((
+                "pool::join",
+                Box::new(move || pool_timed(workers, name, w::pool_join_fork_join)),
+            ));
         }
         "task_tree" => {
             local!(task_tree);
             v.push((
                 "rayon",
                 Box::new(move || rayon_timed(workers, name, w::rayon_task_tree)),
+            ));
+            v.push((
+                "pool::scope",
+                Box::new(move || pool_timed(workers, name, w::pool_scope_task_tree)),
+            ));
+        }
+        "quicksort" => {
+            v.push((
+                "sort_unstable (1 thread)",
+                Box::new(move || plain_timed(name, w::quicksort_sequential)),
+            ));
+            v.push((
+                "rayon",
+                Box::new(move || rayon_timed(workers, name, w::rayon_quicksort)),
+            ));
+            v.push((
+                "pool::join",
+                Box::new(move || pool_timed(workers, name, w::pool_join_quicksort)),
             ));
         }
         _ => {}
@@ -404,7 +448,7 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
 /// Repetitions of a workload in a full run (`--quick`: 2).
 fn default_reps(name: &str) -> usize {
     match name {
-        "task_tree" => 7,
+        "task_tree" | "quicksort" => 7,
         "bursty" | "sparse_wake" | "sparse_wake_50" => 5,
         "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => 4,
         "idle_cpu" | "task_memory" => 3,
