@@ -246,9 +246,23 @@ impl WorkerThread {
     /// Push a fork-join job onto this worker's job deque and post it as an
     /// internal job, as a spawned task is: a sleeper is woken for it unless
     /// an awake worker is idle.
+    ///
+    /// A recursion of joins pops most of its jobs back inline, without a
+    /// search, so it counts its pushes as searches: every
+    /// `INJECTOR_INTERVAL`-th runs a task from the injector first, so that
+    /// tasks woken from outside (I/O, channels) do not wait for the whole
+    /// recursion while every worker is in it.
     pub(crate) fn push_job(&self, job: JobRef) {
         self.jobs.push(job);
         self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % INJECTOR_INTERVAL == 0 {
+            if let Some(r) = self.steal_injected() {
+                self.post_stolen();
+                self.execute(r);
+            }
+        }
     }
 
     /// The newest job of this worker's job deque.

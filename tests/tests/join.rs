@@ -302,3 +302,49 @@ fn nested_joins_take_no_more_stack_than_rayons() {
         assert_eq!(r.install(|| deep_rayon(depth, &at)), depth);
     });
 }
+
+#[test]
+fn a_task_woken_from_outside_runs_while_the_only_worker_is_in_a_long_join() {
+    watchdog("join_task_latency", 60, || {
+        // The only worker recurses through joins for a long time, popping
+        // every second half back inline (no search for work); a task woken
+        // from outside meanwhile must run before the recursion ends, not
+        // after it.
+        fn busy_tree(depth: u32) -> u64 {
+            if depth == 0 {
+                return (0..20_000u64).fold(0, |s, x| s.wrapping_add(std::hint::black_box(x)));
+            }
+            let (a, b) = pool::join(|| busy_tree(depth - 1), || busy_tree(depth - 1));
+            a.wrapping_add(b)
+        }
+        let p = pool(1);
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let ran_at = p.spawn(async move {
+            rx.await.unwrap();
+            std::time::Instant::now()
+        });
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            tx.send(()).unwrap();
+        });
+        let ended_at = p.join(
+            || {
+                let mut rounds = 0;
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_millis(200) {
+                    std::hint::black_box(busy_tree(12));
+                    rounds += 1;
+                }
+                (rounds, std::time::Instant::now())
+            },
+            || (),
+        );
+        sender.join().unwrap();
+        let ran_at = p.block_on(ran_at).unwrap();
+        assert!(
+            ran_at < ended_at.0 .1,
+            "the woken task waited for the whole recursion ({} rounds)",
+            ended_at.0 .0
+        );
+    });
+}
