@@ -42,6 +42,13 @@ pub trait Exec: Sized + 'static {
 /// `pool`.
 pub struct Pool(pool::Pool);
 
+impl Pool {
+    /// The pool itself (for fork-join beside its tasks).
+    pub fn inner(&self) -> &pool::Pool {
+        &self.0
+    }
+}
+
 /// Unwraps a `pool::JoinHandle`'s result.
 pub struct PoolHandle<T>(pool::JoinHandle<T>);
 

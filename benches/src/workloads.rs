@@ -24,6 +24,10 @@ pub const FIB_SPAWN_MIN: u64 = 10;
 /// quicksort sorts SORT_LEN u64, sequentially below SORT_SEQUENTIAL_BELOW.
 pub const SORT_LEN: usize = 4_000_000;
 pub const SORT_SEQUENTIAL_BELOW: usize = 64 * 1024;
+/// mixed: one CPU unit is fib(MIXED_FIB_N) by fork-join, joining for
+/// n >= MIXED_JOIN_MIN (jobs of about 2 us).
+pub const MIXED_FIB_N: u64 = 27;
+pub const MIXED_JOIN_MIN: u64 = 14;
 /// Tasks in task_tree, and the CPU work of each.
 pub const TREE_TASKS: u64 = 100_000;
 pub const TREE_TASK_WORK: Duration = Duration::from_micros(2);
@@ -215,7 +219,7 @@ pub fn chained_spawn<E: Exec>(e: &E) -> u64 {
     e.run(chain::<E>(CHAIN))
 }
 
-fn fib_seq(n: u64) -> u64 {
+pub fn fib_seq(n: u64) -> u64 {
     if n < 2 {
         n
     } else {
@@ -565,6 +569,27 @@ fork_join_refs!(
     pool::Scope<'s>,
     pool::join
 );
+
+// ---------------------------------------------------------------- mixed
+
+macro_rules! mixed_unit {
+    ($name:ident, $join:path) => {
+        /// One CPU unit of mixed: fib(MIXED_FIB_N) by fork-join.
+        pub fn $name() -> u64 {
+            fn fib(n: u64) -> u64 {
+                if n < MIXED_JOIN_MIN {
+                    fib_seq(n)
+                } else {
+                    let (a, b) = $join(|| fib(n - 1), || fib(n - 2));
+                    a + b
+                }
+            }
+            fib(MIXED_FIB_N)
+        }
+    };
+}
+mixed_unit!(mixed_unit_pool, pool::join);
+mixed_unit!(mixed_unit_rayon, rayon::join);
 
 // ---------------------------------------------------------------- checks
 

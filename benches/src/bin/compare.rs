@@ -99,7 +99,7 @@ fn parse_args() -> Args {
     args
 }
 
-const WORKLOADS: [&str; 16] = [
+const WORKLOADS: [&str; 17] = [
     "spawn_many_local",
     "spawn_many_remote",
     "yield_many",
@@ -112,6 +112,7 @@ const WORKLOADS: [&str; 16] = [
     "idle_cpu",
     "sparse_wake",
     "sparse_wake_50",
+    "mixed",
     "long_poll_spawn",
     "long_poll_wake",
     "long_poll_yield",
@@ -184,6 +185,57 @@ fn sparse<E: Exec>(workers: usize, receivers: usize) -> Sample {
         p99_us: percentile(&mut lat, 99.0),
         ..Sample::default()
     }
+}
+
+/// mixed: fork-join CPU units run back to back from an outside thread (by
+/// `unit`, on `workers` threads) while sparse_wake's messages arrive at a
+/// task on `e`. `wall_ms` is the time per CPU unit, p50/p99 the wake
+/// latencies.
+fn mixed<E: Exec + Sync>(e: &E, unit: impl Fn() -> u64 + Sync) -> Sample {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    std::thread::sleep(SETTLE);
+    let stop = AtomicBool::new(false);
+    let expected = w::fib_seq(w::MIXED_FIB_N);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let (mut lat, units) = std::thread::scope(|s| {
+        let cpu = s.spawn(|| {
+            let mut units = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                assert_eq!(unit(), expected, "mixed: wrong fib");
+                units += 1;
+            }
+            units
+        });
+        let lat = w::sparse_wake(e, 1);
+        stop.store(true, Ordering::Relaxed);
+        (lat, cpu.join().expect("the CPU thread"))
+    });
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    assert_eq!(lat.len() as u64, w::SPARSE_MESSAGES, "mixed lost messages");
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3 / units.max(1) as f64,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        p50_us: percentile(&mut lat, 50.0),
+        p99_us: percentile(&mut lat, 99.0),
+        ..Sample::default()
+    }
+}
+
+/// mixed on one pool: its tasks and its `join`s share the workers.
+fn mixed_pool(workers: usize) -> Sample {
+    let e = Pool::start(workers);
+    mixed(&e, || e.inner().join(w::mixed_unit_pool, || ()).0)
+}
+
+/// mixed on two pools: tokio for the tasks, rayon for the CPU work.
+fn mixed_tokio_rayon(workers: usize) -> Sample {
+    let e = Tokio::start(workers);
+    let r = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .expect("start rayon");
+    mixed(&e, || r.install(w::mixed_unit_rayon))
 }
 
 /// `LONG_POLL_SAMPLES` long_poll delays on one fresh runtime, each after it
@@ -356,6 +408,15 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
                 ),
             ]
         }
+        "mixed" => vec![
+            (
+                Pool::NAME,
+                Box::new(move || mixed_pool(workers)) as Box<dyn Fn() -> Sample>,
+            ),
+            // The baseline row: tokio for the tasks beside rayon for the CPU
+            // work, `workers` threads each.
+            (Tokio::NAME, Box::new(move || mixed_tokio_rayon(workers))),
+        ],
         "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => {
             let case = match name {
                 "long_poll_spawn" => w::LongPoll::Spawn,
@@ -449,7 +510,7 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
 fn default_reps(name: &str) -> usize {
     match name {
         "task_tree" | "quicksort" => 7,
-        "bursty" | "sparse_wake" | "sparse_wake_50" => 5,
+        "bursty" | "sparse_wake" | "sparse_wake_50" | "mixed" => 5,
         "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => 4,
         "idle_cpu" | "task_memory" => 3,
         _ => 21,
@@ -538,6 +599,35 @@ fn tables(results: &Results) -> String {
                     let p50 = med(s, |x| x.p50_us);
                     let max = range(s, |x| x.p99_us).1;
                     let _ = writeln!(out, "| {exec} | {p50:.0} us | {max:.0} us | |");
+                }
+            }
+            "mixed" => {
+                let base = tokio.map(|s| (med(s, |x| x.wall_ms), med(s, |x| x.p99_us)));
+                let _ = writeln!(
+                    out,
+                    "| executor | time per CPU unit (fib({}) by join) | wake p50 | wake p99 | unit / tokio | p99 / tokio |",
+                    w::MIXED_FIB_N
+                );
+                let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+                for (exec, s) in by_exec {
+                    let exec = if *exec == "tokio" {
+                        "tokio + rayon (two pools)"
+                    } else {
+                        exec
+                    };
+                    let (unit, p50, p99) = (
+                        med(s, |x| x.wall_ms),
+                        med(s, |x| x.p50_us),
+                        med(s, |x| x.p99_us),
+                    );
+                    let (bu, bp) = base.unwrap_or((0.0, 0.0));
+                    let _ = writeln!(
+                        out,
+                        "| {exec} | {} | {p50:.1} us | {p99:.1} us | {} | {} |",
+                        fmt_ms(unit),
+                        ratio(unit, bu),
+                        ratio(p99, bp)
+                    );
                 }
             }
             "sparse_wake" | "sparse_wake_50" => {
