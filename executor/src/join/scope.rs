@@ -61,6 +61,17 @@ impl<'scope> Scope<'scope> {
     /// });
     /// assert_eq!(count.into_inner(), 20);
     /// ```
+    ///
+    /// A spawned closure cannot borrow what the scope may outlive, such as
+    /// a local of the scope's own closure (it could still run after that
+    /// local is gone):
+    ///
+    /// ```compile_fail,E0373
+    /// pool::scope(|s| {
+    ///     let local = 5;
+    ///     s.spawn(|_| println!("{local}"));
+    /// });
+    /// ```
     pub fn spawn<BODY>(&self, body: BODY)
     where
         BODY: FnOnce(&Scope<'scope>) + Send + 'scope,
