@@ -61,6 +61,12 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// tokio for all three, no trend above the noise (docs/BENCHMARKS.md).
 const DRIVER_INTERVAL: u32 = 61;
 
+/// Extra search rounds (each followed by a `thread::yield_now`) of a worker
+/// that ran or pushed fork-join jobs, before the sleep protocol's own two:
+/// 2 + 30 is Rayon's 32, so a stream of joins finds its workers awake.
+/// Workers that only run async tasks never spin them.
+const JOB_SPIN_ROUNDS: u32 = 30;
+
 /// Runs in a row from the LIFO slot before its task goes behind the deque
 /// instead (tokio uses 3).
 const MAX_LIFO_POLLS: u32 = 3;
@@ -99,6 +105,8 @@ pub(crate) struct WorkerThread {
     /// Tasks the last steal moved into our deque besides the one it
     /// returned, not posted yet (see `post_stolen`).
     stolen: Cell<usize>,
+    /// Ran or pushed a fork-join job since it last started searching.
+    ran_jobs: Cell<bool>,
 }
 
 impl WorkerThread {
@@ -254,6 +262,7 @@ impl WorkerThread {
     /// recursion while every worker is in it.
     pub(crate) fn push_job(&self, job: JobRef) {
         self.jobs.push(job);
+        self.ran_jobs.set(true);
         self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
@@ -273,6 +282,7 @@ impl WorkerThread {
     /// Run a fork-join job (its panics are caught inside it).
     pub(crate) fn execute_job(&self, job: JobRef) {
         self.stats().bump_owned(|s| &s.jobs, 1);
+        self.ran_jobs.set(true);
         // SAFETY: every job in a deque is alive until it has run, and runs
         // once: it left the deque by this pop or steal (`join/job.rs`).
         unsafe { job.execute() };
@@ -465,6 +475,13 @@ impl WorkerThread {
             // Out of work: readiness the driver holds is the likeliest next
             // work of a server, so look there once before searching rounds.
             let mut polled_driver = false;
+            // Fork-join comes in streams: after running jobs, search longer
+            // before the protocol's rounds, as Rayon's workers do.
+            let mut spins = if self.ran_jobs.replace(false) {
+                JOB_SPIN_ROUNDS
+            } else {
+                0
+            };
             while !latch.probe() {
                 if let Some(work) = self.find_work() {
                     // Posts what it still sees queued, the rest of a stolen
@@ -480,6 +497,11 @@ impl WorkerThread {
                     if self.poll_driver() {
                         continue;
                     }
+                }
+                if spins > 0 {
+                    spins -= 1;
+                    std::thread::yield_now();
+                    continue;
                 }
                 let mut wakers = self.io_wakers.take();
                 sleep.no_work_found(
@@ -532,6 +554,7 @@ pub(crate) fn main_loop(
         io_batch: Cell::new(None),
         io_wakers: Cell::new(Vec::new()),
         stolen: Cell::new(0),
+        ran_jobs: Cell::new(false),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
