@@ -348,3 +348,51 @@ fn a_task_woken_from_outside_runs_while_the_only_worker_is_in_a_long_join() {
         );
     });
 }
+
+#[test]
+fn a_scope_spawn_from_a_thread_outside_the_pool_still_runs_before_scope_returns() {
+    watchdog("scope_spawn_outside", 30, || {
+        let p = pool(2);
+        let count = AtomicUsize::new(0);
+        p.scope(|s| {
+            // A plain thread spawns onto the scope: its closures go into
+            // the pool as tasks, and the scope still waits for them.
+            std::thread::scope(|t| {
+                t.spawn(|| {
+                    for _ in 0..100 {
+                        s.spawn(|_| {
+                            std::thread::sleep(std::time::Duration::from_micros(100));
+                            count.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                });
+            });
+        });
+        assert_eq!(count.into_inner(), 100);
+    });
+}
+
+#[test]
+fn join_on_a_pool_that_shut_down_panics_with_a_clear_message() {
+    watchdog("join_after_shutdown", 30, || {
+        // A blocking closure outlives its pool's shutdown, then joins on
+        // that pool: nothing can run the work, so join panics and says why.
+        let p = pool(1);
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (out_tx, out_rx) = std::sync::mpsc::channel::<String>();
+        drop(p.spawn_blocking(move || {
+            go_rx.recv().unwrap();
+            let err = std::panic::catch_unwind(|| pool::join(|| 1, || 2)).unwrap_err();
+            let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+            out_tx.send(msg).unwrap();
+        }));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        p.shutdown_timeout(std::time::Duration::ZERO);
+        go_tx.send(()).unwrap();
+        let msg = out_rx.recv().unwrap();
+        assert!(
+            msg.contains("shut down before the work could start"),
+            "{msg}"
+        );
+    });
+}
