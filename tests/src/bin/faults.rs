@@ -26,8 +26,11 @@ fn address_space() -> u64 {
     kib * 1024
 }
 
-/// Run `f` while no new thread stack fits in the address space.
-fn without_room_for_a_thread<T>(f: impl FnOnce() -> T) -> T {
+/// Run `f` while no new thread stack fits in the address space. The pool's
+/// workers are asleep first, so none frees address space (a malloc heap
+/// released) between the measure and the spawn.
+fn without_room_for_a_thread<T>(p: &pool::Pool, f: impl FnOnce() -> T) -> T {
+    tests::wait_until_asleep(p);
     tests::set_soft_limit(libc::RLIMIT_AS, Some(address_space() + 512 * 1024));
     let out = f();
     tests::set_soft_limit(libc::RLIMIT_AS, None);
@@ -54,7 +57,7 @@ fn main() {
             // is cancelled (dropped once, never run), not left waiting.
             let ran = Arc::new(AtomicBool::new(false));
             let (r, t) = (ran.clone(), Tracked(drops.clone()));
-            let h = without_room_for_a_thread(|| {
+            let h = without_room_for_a_thread(&p, || {
                 p.spawn_blocking(move || {
                     let _t = t;
                     r.store(true, Ordering::SeqCst);
@@ -80,12 +83,16 @@ fn main() {
             // One blocking thread is busy; a second cannot start: the new
             // closure waits for the busy thread and runs on it.
             let (tx, rx) = mpsc::channel::<u32>();
-            let first = p.spawn_blocking(move || rx.recv().unwrap());
-            while p.metrics().blocking_threads == 0 {
-                std::thread::yield_now();
-            }
+            let (started_tx, started_rx) = mpsc::channel::<()>();
+            let first = p.spawn_blocking(move || {
+                started_tx.send(()).unwrap();
+                rx.recv().unwrap()
+            });
+            // Running its closure: the thread's own start-up (its signal
+            // stack, mapped by std) is done before the limit is set.
+            started_rx.recv().unwrap();
             let t = Tracked(drops.clone());
-            let (second, threads) = without_room_for_a_thread(|| {
+            let (second, threads) = without_room_for_a_thread(&p, || {
                 let h = p.spawn_blocking(move || {
                     let _t = t;
                     2
