@@ -14,21 +14,22 @@
 //!   Tasks are only run from inside `main_loop`, so every reference handed
 //!   out by `current()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
-//! * Only this thread pushes to or pops from `worker` and `jobs`, and puts into its LIFO
-//!   slot (`WorkerInfo::lifo`); others steal from `worker`, and only the
-//!   watcher takes from the slot (when this worker's current poll runs long,
-//!   `watcher.rs`). The LIFO slot holds a task only while this worker is
-//!   running another one (every search empties it first), so an idle
-//!   worker's slot is empty and every task it could run is visible to
-//!   thieves.
+//! * Only this thread pushes to or pops from `worker` and `jobs`, and puts
+//!   into its LIFO slot (`WorkerInfo::lifo`); others steal from `worker` and
+//!   `jobs`, and only the watcher takes from the slot (when this worker's
+//!   current poll runs long, `watcher.rs`). The LIFO slot holds a task only
+//!   while this worker is running another one (every search empties it
+//!   first), so an idle worker's slot is empty and every task it could run
+//!   is visible to thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 //! * Search order: the newest job of its own fork-join job deque (`join/`),
 //!   the LIFO slot (at most `MAX_LIFO_POLLS` times in a row), own deque,
 //!   then the other workers (their oldest job, else half of their tasks)
-//!   from a random start, then the injector; every `INJECTOR_INTERVAL`-th search looks at the injector
-//!   first, so a busy worker does not starve outside spawns, and every
-//!   `DRIVER_INTERVAL`-th search polls the I/O driver first (without
-//!   blocking), so a busy pool does not starve I/O and timers.
+//!   from a random start, then the injector; every `INJECTOR_INTERVAL`-th
+//!   search looks at the injector first, so a busy worker does not starve
+//!   outside spawns, and every `DRIVER_INTERVAL`-th search polls the I/O
+//!   driver first (without blocking), so a busy pool does not starve I/O and
+//!   timers. A join's push counts as a search for both (`tick`).
 //! * Tasks made ready by a driver poll of this worker (busy, or asleep in the
 //!   driver) go onto its own deque and are posted as internal jobs after the
 //!   poll: the worker is awake then, and runs them if nobody steals them.
@@ -256,7 +257,8 @@ impl WorkerThread {
     /// an awake worker is idle.
     ///
     /// A recursion of joins pops most of its jobs back inline, without a
-    /// search, so it counts its pushes as searches: every
+    /// search, so it counts its pushes as searches (`tick`): every
+    /// `DRIVER_INTERVAL`-th polls the I/O driver, and every
     /// `INJECTOR_INTERVAL`-th runs a task from the injector first, so that
     /// tasks woken from outside (I/O, channels) do not wait for the whole
     /// recursion while every worker is in it.
@@ -264,9 +266,7 @@ impl WorkerThread {
         self.jobs.push(job);
         self.ran_jobs.set(true);
         self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
-        if tick % INJECTOR_INTERVAL == 0 {
+        if self.tick() {
             if let Some(r) = self.steal_injected() {
                 self.post_stolen();
                 self.execute(r);
@@ -315,10 +315,7 @@ impl WorkerThread {
         }
         let n = self.io_batch.take().unwrap_or(0);
         if n > 0 {
-            let woken = self.registry.sleep.new_internal_jobs(n);
-            if woken > 0 {
-                self.stats().bump_owned(|s| &s.wakeups, woken as u64);
-            }
+            self.count_wakeups(self.registry.sleep.new_internal_jobs(n));
         }
         n > 0
     }
@@ -341,14 +338,22 @@ impl WorkerThread {
         found
     }
 
-    /// One search, in the order of the module invariants.
-    fn find_work(&self) -> Option<Work> {
+    /// Count one search (or one push of a join recursion) and do its
+    /// periodic duty: every `DRIVER_INTERVAL`-th polls the I/O driver.
+    /// Returns whether this one looks at the injector first (every
+    /// `INJECTOR_INTERVAL`-th).
+    fn tick(&self) -> bool {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick % DRIVER_INTERVAL == 0 {
             let _ = self.poll_driver();
         }
-        if tick % INJECTOR_INTERVAL == 0 {
+        tick % INJECTOR_INTERVAL == 0
+    }
+
+    /// One search, in the order of the module invariants.
+    fn find_work(&self) -> Option<Work> {
+        if self.tick() {
             if let Some(r) = self.steal_injected() {
                 self.lifo_polls.set(0);
                 return Some(Work::Task(r));

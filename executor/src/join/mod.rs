@@ -72,12 +72,7 @@ where
     RA: Send,
     RB: Send,
 {
-    if let Some(w) = WorkerThread::current() {
-        if crate::pool::current_is_worker_pool(w) {
-            return join_on_worker(w, a, b);
-        }
-    }
-    crate::pool::with_current(|registry| join_in(registry, a, b))
+    on_current_pool(|w| join_on_worker(w, a, b))
 }
 
 /// `join` on the pool of `registry`.
@@ -91,9 +86,25 @@ where
     in_pool(registry, |w| join_on_worker(w, a, b))
 }
 
+/// Run `op` on a worker of the current pool (as `with_current` chooses it).
+/// The fast path, a worker of its own pool with no other pool entered, is
+/// the one every nested `join` of a recursion takes.
+fn on_current_pool<OP, R>(op: OP) -> R
+where
+    OP: FnOnce(&WorkerThread) -> R + Send,
+    R: Send,
+{
+    if let Some(w) = WorkerThread::current() {
+        if crate::pool::current_is_worker_pool(w) {
+            return op(w);
+        }
+    }
+    crate::pool::with_current(|registry| in_pool(registry, op))
+}
+
 /// Run `op` on a worker of `registry`: here if this thread is one, else in
 /// a task on the pool, waiting for it (see the module invariants).
-pub(crate) fn in_pool<OP, R>(registry: &Arc<Registry>, op: OP) -> R
+fn in_pool<OP, R>(registry: &Arc<Registry>, op: OP) -> R
 where
     OP: FnOnce(&WorkerThread) -> R + Send,
     R: Send,
@@ -200,12 +211,7 @@ where
     OP: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
-    if let Some(w) = WorkerThread::current() {
-        if crate::pool::current_is_worker_pool(w) {
-            return scope::scope_on_worker(w, op);
-        }
-    }
-    crate::pool::with_current(|registry| scope_in(registry, op))
+    on_current_pool(|w| scope::scope_on_worker(w, op))
 }
 
 /// `scope` on the pool of `registry`.
