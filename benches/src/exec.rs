@@ -61,35 +61,66 @@ impl<T> Future for PoolHandle<T> {
     }
 }
 
-impl Exec for Pool {
-    const NAME: &'static str = "pool";
-    type Handle<T: Send + 'static> = PoolHandle<T>;
+/// `Exec` for a `pool` configured by `$configure` (a `Builder` -> `Builder`
+/// function): the plain pool, and the variants whose cost `compare
+/// --pool-variants` measures.
+macro_rules! pool_exec {
+    ($ty:ident, $name:literal, $configure:expr) => {
+        impl Exec for $ty {
+            const NAME: &'static str = $name;
+            type Handle<T: Send + 'static> = PoolHandle<T>;
 
-    fn start(workers: usize) -> Self {
-        Pool(
-            pool::Builder::new()
-                .worker_threads(workers)
-                .thread_name("bench-pool")
+            fn start(workers: usize) -> Self {
+                let configure: fn(pool::Builder) -> pool::Builder = $configure;
+                $ty(configure(
+                    pool::Builder::new()
+                        .worker_threads(workers)
+                        .thread_name("bench-pool"),
+                )
                 .build()
-                .expect("start pool"),
-        )
-    }
+                .expect("start pool"))
+            }
 
-    fn spawn<T: Send + 'static>(f: impl Future<Output = T> + Send + 'static) -> PoolHandle<T> {
-        PoolHandle(pool::spawn(f))
-    }
+            fn spawn<T: Send + 'static>(
+                f: impl Future<Output = T> + Send + 'static,
+            ) -> PoolHandle<T> {
+                PoolHandle(pool::spawn(f))
+            }
 
-    fn spawn_outside<T: Send + 'static>(
-        &self,
-        f: impl Future<Output = T> + Send + 'static,
-    ) -> PoolHandle<T> {
-        PoolHandle(self.0.spawn(f))
-    }
+            fn spawn_outside<T: Send + 'static>(
+                &self,
+                f: impl Future<Output = T> + Send + 'static,
+            ) -> PoolHandle<T> {
+                PoolHandle(self.0.spawn(f))
+            }
 
-    fn wait<T>(&self, f: impl Future<Output = T>) -> T {
-        self.0.block_on(f)
-    }
+            fn wait<T>(&self, f: impl Future<Output = T>) -> T {
+                self.0.block_on(f)
+            }
+        }
+    };
 }
+
+pool_exec!(Pool, "pool", |b| b);
+
+/// `pool` recording its timeline (`Builder::trace`) into a file in the
+/// temporary directory, written when the runtime is dropped (after the
+/// measurement).
+pub struct PoolTraced(pool::Pool);
+
+/// Where `PoolTraced` writes (and rewrites) its trace.
+pub fn bench_trace_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("pool-bench-trace-{}.json", std::process::id()))
+}
+
+pool_exec!(PoolTraced, "pool+trace", |b| b.trace(bench_trace_path()));
+
+/// `pool` with a stall handler (`Builder::on_stall`, 100 ms, which no
+/// benchmark poll reaches: the cost of watching, not of reporting).
+pub struct PoolStall(pool::Pool);
+
+pool_exec!(PoolStall, "pool+stall", |b| b
+    .on_stall(std::time::Duration::from_millis(100), |_| {}));
 
 /// tokio's multi-thread runtime.
 pub struct Tokio(tokio::runtime::Runtime);

@@ -1,5 +1,7 @@
 //! Code shared by the examples, their tests and the benchmarks: the task
-//! runner's workload and the HTTP example's service.
+//! runner's workload, the HTTP example's service, and the timeline
+//! renderer.
 
 pub mod http;
 pub mod task_runner;
+pub mod trace_svg;

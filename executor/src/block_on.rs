@@ -24,6 +24,7 @@
 
 use crate::latch::{CoreLatch, ThreadLatch};
 use crate::registry::Registry;
+use crate::trace::timeline::Kind;
 use crate::worker::WorkerThread;
 #[cfg(not(loom))]
 use std::cell::Cell;
@@ -82,9 +83,13 @@ impl Signal {
     fn wait(&self) {
         match self {
             Signal::Thread(t) => t.wait(),
-            Signal::Worker { latch, .. } => WorkerThread::current()
-                .expect("a worker's block_on signal is only waited on by that worker")
-                .wait_until(latch),
+            Signal::Worker { latch, .. } => {
+                let worker = WorkerThread::current()
+                    .expect("a worker's block_on signal is only waited on by that worker");
+                let start = worker.trace_now();
+                worker.wait_until(latch);
+                worker.trace(Kind::BlockOn, start, 0);
+            }
         }
     }
 }

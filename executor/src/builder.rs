@@ -14,10 +14,13 @@ use crate::deadlock::Handler;
 use crate::io::Driver;
 use crate::pool::Pool;
 use crate::registry::{Hook, Registry, RegistryConfig};
+use crate::trace::stall::StallConfig;
+use crate::trace::Stall;
 use crate::{watcher, worker};
 use crossbeam_deque::Worker;
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -30,6 +33,9 @@ const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 
 /// How long a blocking thread waits for work before it exits, by default.
 const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// The shortest stall threshold: the watcher's slowest look is 1 ms apart.
+const MIN_STALL_THRESHOLD: Duration = Duration::from_millis(1);
 
 /// Configures a [`Pool`].
 ///
@@ -56,6 +62,8 @@ pub struct Builder {
     deadlock_handler: Option<Handler>,
     max_blocking_threads: usize,
     blocking_keep_alive: Duration,
+    stall: Option<StallConfig>,
+    trace: Option<PathBuf>,
 }
 
 impl Builder {
@@ -77,6 +85,8 @@ impl Builder {
             deadlock_handler: None,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+            stall: None,
+            trace: None,
         }
     }
 
@@ -257,6 +267,83 @@ impl Builder {
         self
     }
 
+    /// Call `f` for every poll that has run longer than `threshold`, while it
+    /// still runs: a task hogging a worker (a blocking call, a long
+    /// computation) with its id, where it was spawned and how long it has
+    /// run so far ([`Stall`](crate::Stall)). Once per poll.
+    ///
+    /// `f` runs on the pool's watcher thread, never on a worker; it should
+    /// return soon (it delays the next look), and a panic in it is caught.
+    /// The workers read no clock for this: the watcher, which looks at them
+    /// every 20 us to 1 ms while any is awake (and sleeps while all do),
+    /// sees the same poll at two looks. So a report comes at most about
+    /// 1 ms after the threshold, and `running_for` is short by at most as
+    /// much. [`Metrics::stalls`](crate::Metrics::stalls) counts the reports.
+    ///
+    /// Off by default. `threshold` must be at least 1 ms.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// let (tx, rx) = mpsc::channel();
+    /// let tx = std::sync::Mutex::new(tx);
+    /// let pool = pool::Builder::new()
+    ///     .on_stall(Duration::from_millis(20), move |stall| {
+    ///         let _ = tx.lock().unwrap().send(stall.task);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let hog = pool.spawn(async { std::thread::sleep(Duration::from_millis(100)) });
+    /// let id = hog.id();
+    /// pool.block_on(hog).unwrap();
+    /// assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), id);
+    /// ```
+    pub fn on_stall(
+        mut self,
+        threshold: Duration,
+        f: impl Fn(&Stall) + Send + Sync + 'static,
+    ) -> Builder {
+        self.stall = Some(StallConfig {
+            threshold,
+            handler: Arc::new(f),
+        });
+        self
+    }
+
+    /// Record every worker's timeline and write it to `path` as Chrome
+    /// trace-event JSON when the pool is dropped: one lane per worker, with
+    /// its polls (and their task ids), fork-join jobs, steals (from whom),
+    /// takes from the injector, getting sleepy, sleeping (and who woke
+    /// it), and `block_on` on that worker. Open the file in Perfetto
+    /// (<https://ui.perfetto.dev>) or chrome://tracing; `benches`'
+    /// `trace_svg` draws it as an SVG.
+    ///
+    /// The workers record without locks into a ring of their own (the last
+    /// million events each; the file says how many were lost), reading the
+    /// CPU's timestamp counter: about 25 ns a poll. The global pool is
+    /// traced when `POOL_TRACE=path` is set, and writes at process exit.
+    ///
+    /// `build` creates (truncates) the file, so a path that cannot be
+    /// written is an error there, not a lost trace at the end.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join(format!("pool-doc-trace-{}.json", std::process::id()));
+    /// let pool = pool::Builder::new().worker_threads(2).trace(&path).build().unwrap();
+    /// pool.block_on(pool.spawn(async { 1 + 1 })).unwrap();
+    /// drop(pool); // writes the trace
+    /// let json = std::fs::read_to_string(&path).unwrap();
+    /// assert!(json.contains("\"name\":\"poll\""));
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Builder {
+        self.trace = Some(path.into());
+        self
+    }
+
     /// Start the pool.
     ///
     /// # Errors
@@ -288,6 +375,29 @@ impl Builder {
                     .to_string(),
             ));
         }
+        if let Some(stall) = &self.stall {
+            if stall.threshold < MIN_STALL_THRESHOLD {
+                return Err(invalid_input(format!(
+                    "on_stall threshold must be at least {MIN_STALL_THRESHOLD:?} (the watcher \
+                     looks at the workers about every millisecond), got {:?}",
+                    stall.threshold
+                )));
+            }
+        }
+        if let Some(path) = &self.trace {
+            if path.as_os_str().is_empty() {
+                return Err(invalid_input(
+                    "trace path must name a file to write the timeline to, got an empty path"
+                        .to_string(),
+                ));
+            }
+            if let Err(e) = std::fs::File::create(path) {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("trace: cannot create {}: {e}", path.display()),
+                ));
+            }
+        }
         if self.stack_size == Some(0) {
             return Err(invalid_input(
                 "stack_size must be at least 1 byte (the OS rounds it up to its minimum), got 0"
@@ -314,6 +424,8 @@ impl Builder {
                     stack_size: self.stack_size,
                 },
                 io: Arc::new(Driver::new()?),
+                stall: self.stall,
+                trace: self.trace,
             },
         ));
         let mut threads = Vec::with_capacity(workers);
@@ -370,6 +482,8 @@ impl fmt::Debug for Builder {
             .field("deadlock_handler", &self.deadlock_handler.is_some())
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("blocking_keep_alive", &self.blocking_keep_alive)
+            .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
+            .field("trace", &self.trace)
             .finish()
     }
 }

@@ -71,6 +71,7 @@ mod sleep;
 mod sync;
 mod task;
 pub mod time;
+mod trace;
 mod watcher;
 mod worker;
 
@@ -83,6 +84,7 @@ pub use metrics::Metrics;
 pub use pool::{Handle, Pool};
 pub use pool_macros::{main, test};
 pub use task::{JoinError, JoinHandle};
+pub use trace::{task_id, Stall, TaskDump, TaskId, TaskInfo, TaskState};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -102,12 +104,14 @@ use std::task::{Context, Poll};
 /// let n = pool.block_on(async { pool::spawn(async { 21 * 2 }).await.unwrap() });
 /// assert_eq!(n, 42);
 /// ```
+#[track_caller]
 pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    pool::with_current(|registry| registry.spawn(future))
+    let at = std::panic::Location::caller();
+    pool::with_current(|registry| registry.spawn(future, at))
 }
 
 /// Run `future` on the calling thread until it completes.
@@ -161,12 +165,14 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// });
 /// assert!(contents.unwrap().contains("[package]"));
 /// ```
+#[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    pool::with_current(|registry| registry.spawn_blocking(f))
+    let at = std::panic::Location::caller();
+    pool::with_current(|registry| registry.spawn_blocking(f, at))
 }
 
 /// Tell the pool that this worker thread is about to block in user code

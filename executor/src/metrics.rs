@@ -12,7 +12,16 @@
 //!   a snapshot taken while the pool runs is a sum of recent values, not an
 //!   atomic cut.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::trace::TaskId;
+use std::panic::Location;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
+#[derive(Clone, Copy)]
+pub(crate) struct OuterPoll {
+    id: u64,
+    at: *mut Location<'static>,
+}
 
 /// A snapshot of a pool's counters, summed over its workers when
 /// [`Pool::metrics`](crate::Pool::metrics) or
@@ -60,6 +69,9 @@ pub struct Metrics {
     /// and `scope` spawns. A second half popped back and run inline by its
     /// own `join` is not counted.
     pub jobs: u64,
+    /// Polls the stall detector reported (see
+    /// [`Builder::on_stall`](crate::Builder::on_stall)).
+    pub stalls: u64,
     /// Times the deadlock handler was called (see
     /// [`Builder::deadlock_handler`](crate::Builder::deadlock_handler)).
     pub deadlocks: u64,
@@ -80,9 +92,56 @@ pub(crate) struct WorkerStats {
     pub(crate) driver_polls: AtomicU64,
     pub(crate) rescued: AtomicU64,
     pub(crate) jobs: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    /// Not a counter: the task this worker is polling (its id, 0 for none)
+    /// and where it was spawned, for the dump and the stall detector. Here
+    /// so that it shares the cache line that `polls` already dirties.
+    running: AtomicU64,
+    running_at: AtomicPtr<Location<'static>>,
 }
 
 impl WorkerStats {
+    /// A poll of task `id` begins on this worker (which owns these stats).
+    /// Returns what it was polling before (a `block_on` inside a task runs
+    /// other tasks), for `end_poll`.
+    ///
+    /// Release on the stores, Acquire on the watcher's loads
+    /// (`current_poll`): a watcher that sees the new id sees this poll's
+    /// count and location.
+    #[inline]
+    pub(crate) fn begin_poll(&self, id: TaskId, at: &'static Location<'static>) -> OuterPoll {
+        self.bump_owned(|s| &s.polls, 1);
+        let outer = OuterPoll {
+            id: self.running.load(Ordering::Relaxed),
+            at: self.running_at.load(Ordering::Relaxed),
+        };
+        self.running_at
+            .store(at as *const Location<'static> as *mut _, Ordering::Release);
+        self.running.store(id.as_u64(), Ordering::Release);
+        outer
+    }
+
+    /// The poll begun by `begin_poll` ended.
+    #[inline]
+    pub(crate) fn end_poll(&self, outer: OuterPoll) {
+        self.running.store(outer.id, Ordering::Release);
+        self.running_at.store(outer.at, Ordering::Release);
+    }
+
+    /// The task being polled now, if any.
+    pub(crate) fn running_task(&self) -> Option<TaskId> {
+        TaskId::from_u64(self.running.load(Ordering::Acquire))
+    }
+
+    /// The poll count, the task being polled and where it was spawned.
+    pub(crate) fn current_poll(&self) -> (u64, Option<TaskId>, Option<&'static Location<'static>>) {
+        let task = self.running_task();
+        let at = self.running_at.load(Ordering::Acquire);
+        let polls = self.polls.load(Ordering::Acquire);
+        // SAFETY: `running_at` only ever holds null or a `&'static Location`.
+        (polls, task, unsafe { at.as_ref() })
+    }
+
     /// Add `n` to a counter only this thread writes.
     #[inline]
     pub(crate) fn bump_owned(&self, counter: impl Fn(&Self) -> &AtomicU64, n: u64) {
@@ -108,5 +167,6 @@ impl WorkerStats {
         m.driver_polls += get(&self.driver_polls);
         m.rescued += get(&self.rescued);
         m.jobs += get(&self.jobs);
+        m.stalls += get(&self.stalls);
     }
 }

@@ -26,6 +26,7 @@
 //!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
 
 use crate::sync::Mutex;
+use crate::task::TaskHeader;
 use crossbeam_utils::CachePadded;
 use std::task::Waker;
 
@@ -73,7 +74,8 @@ impl Slot {
     /// The slot packed in a `u64` (shard in bits 32..63, key in 0..32), so a
     /// task header keeps it in one atomic word whose top bit stays free.
     pub(crate) fn pack(self) -> u64 {
-        debug_assert!(self.shard < (u32::MAX >> 1) as usize && self.key < u32::MAX as usize);
+        // The top three bits stay clear for the header's flags.
+        debug_assert!(self.shard < (1 << 29) && self.key < u32::MAX as usize);
         ((self.shard as u64) << 32) | self.key as u64
     }
 
@@ -174,6 +176,23 @@ impl OwnedTasks {
         };
         if let Some(waker) = waker {
             waker.wake();
+        }
+    }
+
+    /// Call `f` with the header of every registered task, one shard's lock
+    /// at a time (the dump).
+    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader)) {
+        for shard in self.shards.iter() {
+            let shard = shard.lock();
+            for entry in &shard.entries {
+                if let Entry::Occupied(waker) = entry {
+                    // SAFETY: every registered waker was checked by
+                    // `note_waker` before `insert` (`Registry::spawn_with`),
+                    // and the entry, which we hold under the lock, keeps it
+                    // and its task alive while `f` reads the header.
+                    f(unsafe { crate::task::header_of(waker) });
+                }
+            }
         }
     }
 

@@ -30,11 +30,15 @@ use crate::owned::OwnedTasks;
 use crate::sleep::{Park, Sleep};
 use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::{JoinHandle, Runnable, TaskFuture, TaskHeader};
+use crate::trace::stall::StallConfig;
+use crate::trace::timeline::Timeline;
 use crate::worker::WorkerThread;
 use async_task::{ScheduleInfo, WithInfo};
 use crossbeam_deque::{Injector, Steal, Stealer};
 use crossbeam_utils::CachePadded;
 use std::future::Future;
+use std::panic::Location;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -63,6 +67,10 @@ pub(crate) struct RegistryConfig {
     pub(crate) blocking: BlockingConfig,
     /// The pool's I/O driver and timer store.
     pub(crate) io: Arc<Driver>,
+    /// `Builder::on_stall`.
+    pub(crate) stall: Option<StallConfig>,
+    /// `Builder::trace`: where to write the timeline.
+    pub(crate) trace: Option<PathBuf>,
 }
 
 pub(crate) struct Registry {
@@ -84,6 +92,10 @@ pub(crate) struct Registry {
     exited_cond: parking_lot::Condvar,
     pub(crate) on_thread_start: Option<Hook>,
     pub(crate) on_thread_stop: Option<Hook>,
+    /// The stall detector's settings, for the watcher.
+    pub(crate) stall: Option<StallConfig>,
+    /// The workers' timeline, when the pool is traced.
+    pub(crate) timeline: Option<Arc<Timeline>>,
 }
 
 impl Registry {
@@ -92,6 +104,7 @@ impl Registry {
         config: RegistryConfig,
     ) -> Registry {
         let n = stealers.len();
+        let timeline = config.trace.map(|path| Arc::new(Timeline::new(path, n)));
         Registry {
             injector: Injector::new(),
             workers: stealers
@@ -110,6 +123,7 @@ impl Registry {
                     .deadlock_handler
                     .map(|handler| DeadlockDetector::new(n, handler)),
                 Some(Arc::clone(&config.io) as Arc<dyn Park>),
+                timeline.clone(),
             ),
             io: config.io,
             // Four shards per worker: outside spawns spread over them.
@@ -122,6 +136,8 @@ impl Registry {
             exited_cond: parking_lot::Condvar::new(),
             on_thread_start: config.on_thread_start,
             on_thread_stop: config.on_thread_stop,
+            stall: config.stall,
+            timeline,
         }
     }
 
@@ -154,8 +170,12 @@ impl Registry {
         self.shutting_down.load(Ordering::SeqCst)
     }
 
-    /// Spawn `future` onto this pool.
-    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    /// Spawn `future` onto this pool; `at` is where the user called spawn.
+    pub(crate) fn spawn<F>(
+        self: &Arc<Self>,
+        future: F,
+        at: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -163,11 +183,20 @@ impl Registry {
         let local = self.local_worker();
         self.count(local, |s| &s.spawned, 1);
         let shard_hint = local.map_or_else(crate::worker::random_shard_hint, WorkerThread::index);
-        self.spawn_with(future, schedule_task, shard_hint)
+        self.spawn_with(
+            future,
+            schedule_task,
+            shard_hint,
+            TaskHeader::new(Arc::clone(self), at, false),
+        )
     }
 
     /// Run `f` on this pool's blocking threads.
-    pub(crate) fn spawn_blocking<F, R>(self: &Arc<Self>, f: F) -> JoinHandle<R>
+    pub(crate) fn spawn_blocking<F, R>(
+        self: &Arc<Self>,
+        f: F,
+        at: &'static Location<'static>,
+    ) -> JoinHandle<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
@@ -176,7 +205,18 @@ impl Registry {
             BlockingTask::new(f),
             schedule_blocking,
             crate::worker::random_shard_hint(),
+            TaskHeader::new(Arc::clone(self), at, true),
         )
+    }
+
+    /// Every live task of the pool, now.
+    pub(crate) fn tasks(&self) -> Vec<crate::trace::TaskInfo> {
+        crate::trace::dump::collect(self)
+    }
+
+    /// The stall detector reported a poll.
+    pub(crate) fn count_stall(&self) {
+        self.outside_stats.bump_shared(|s| &s.stalls, 1);
     }
 
     /// Make a task of `future` whose runnable goes to `schedule`, register
@@ -187,13 +227,14 @@ impl Registry {
         future: F,
         schedule: S,
         shard_hint: usize,
+        header: TaskHeader,
     ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
         S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
     {
-        let builder = async_task::Builder::new().metadata(TaskHeader::new(Arc::clone(self)));
+        let builder = async_task::Builder::new().metadata(header);
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
         // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
         //   because `TaskHeader: Sync`), so the `Runnable` may move between
@@ -215,7 +256,9 @@ impl Registry {
             crate::task::cancel(runnable);
             return handle;
         }
-        match self.tasks.insert(shard_hint, runnable.waker()) {
+        let waker = runnable.waker();
+        crate::task::note_waker(&waker, runnable.metadata());
+        match self.tasks.insert(shard_hint, waker) {
             Some(slot) => runnable.metadata().set_slot(slot),
             None => {
                 crate::task::cancel(runnable);
@@ -397,6 +440,7 @@ impl Registry {
 /// So the registry it works with after the hand-off is kept alive by its own
 /// reference: the worker's, or a clone.
 fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
+    runnable.metadata().mark_scheduled();
     let registry = Arc::as_ptr(&runnable.metadata().registry);
     match WorkerThread::current().filter(|w| std::ptr::eq(Arc::as_ptr(w.registry()), registry)) {
         Some(worker) => worker.schedule_local(runnable, info),
@@ -408,6 +452,7 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
 /// blocking pool's queue, never onto a worker. Keeps its own reference to the
 /// registry for the reason given at `schedule_task`.
 fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
+    runnable.metadata().mark_scheduled();
     let registry = Arc::clone(&runnable.metadata().registry);
     registry.blocking.schedule(&registry, runnable);
 }

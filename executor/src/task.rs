@@ -30,39 +30,78 @@
 
 use crate::owned::Slot;
 use crate::registry::Registry;
+use crate::trace::TaskId;
 use async_task::FallibleTask;
 use pin_project_lite::pin_project;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::mem::ManuallyDrop;
+use std::panic::Location;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 /// The top bit of `TaskHeader::state`: the task was aborted.
 const ABORTED: u64 = 1 << 63;
+/// The task's future was dropped: it is not live any more (its registry
+/// entry may outlive it for a batch, `owned.rs`).
+const DONE: u64 = 1 << 62;
+/// A `spawn_blocking` closure's task.
+const BLOCKING: u64 = 1 << 61;
+const FLAGS: u64 = ABORTED | DONE | BLOCKING;
 /// The slot bits of a task that is not registered (yet, or ever).
-const UNREGISTERED: u64 = !ABORTED;
+const UNREGISTERED: u64 = !FLAGS;
 
-/// The per-task metadata, stored in the task's allocation.
+/// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bits 1..32 the polls
+/// (saturating), bits 32..64 the spawn time in `BORN_UNIT_MS` units.
+const SCHEDULED: u64 = 1;
+const POLL: u64 = 1 << 1;
+const POLLS_MAX: u64 = (1 << 31) - 1;
+const BORN_SHIFT: u32 = 32;
+/// The unit of a task's spawn time: 32 bits of 4 ms cover 198 days, and
+/// the coarse clock it is read from ticks every 1-10 ms anyway.
+pub(crate) const BORN_UNIT_MS: u64 = 4;
+
+/// The per-task metadata, stored in the task's allocation: 40 bytes.
 pub(crate) struct TaskHeader {
     pub(crate) registry: Arc<Registry>,
-    /// Where the task's waker is registered (`Slot::pack`, whose top bit is
-    /// always clear), or `UNREGISTERED`; set once, before the first run. Its top
-    /// bit, `ABORTED`, is set by `JoinHandle::abort`: the next poll ends the
-    /// task. One word for both keeps every task 8 bytes smaller.
+    /// Where the task's waker is registered (`Slot::pack`, whose top three
+    /// bits are always clear), or `UNREGISTERED`; set once, before the first
+    /// run. Its top bits are flags: `ABORTED` (set by `JoinHandle::abort`:
+    /// the next poll ends the task), `DONE`, `BLOCKING`. One word for all
+    /// keeps every task 8 bytes smaller.
     state: AtomicU64,
+    pub(crate) id: TaskId,
+    pub(crate) spawned_at: &'static Location<'static>,
+    /// Spawn time, poll count and whether the task is queued (see the
+    /// constants). Written only by the thread that schedules or polls the
+    /// task, which async-task serializes (a schedule happens before the
+    /// run it leads to, and a wake during a run schedules after it), so a
+    /// relaxed load and store suffice; the dump reads it from anywhere.
+    activity: AtomicU64,
 }
 
 impl TaskHeader {
-    pub(crate) fn new(registry: Arc<Registry>) -> TaskHeader {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        spawned_at: &'static Location<'static>,
+        blocking: bool,
+    ) -> TaskHeader {
+        let born = crate::trace::coarse_now_ms() / BORN_UNIT_MS;
         TaskHeader {
             registry,
-            state: AtomicU64::new(UNREGISTERED),
+            state: AtomicU64::new(if blocking {
+                UNREGISTERED | BLOCKING
+            } else {
+                UNREGISTERED
+            }),
+            id: TaskId::next(),
+            spawned_at,
+            activity: AtomicU64::new((born & u64::from(u32::MAX)) << BORN_SHIFT),
         }
     }
 
@@ -75,15 +114,15 @@ impl TaskHeader {
     /// can read it before the runnable's hand-off anyway.
     pub(crate) fn set_slot(&self, slot: Slot) {
         let packed = slot.pack();
-        debug_assert_eq!(packed & ABORTED, 0);
-        // Keeps an `ABORTED` bit set meanwhile (none can be: the handle was
-        // not returned yet).
-        let old = self.state.fetch_and(packed | ABORTED, Ordering::Release);
-        debug_assert_eq!(old & !ABORTED, UNREGISTERED, "task registered twice");
+        debug_assert_eq!(packed & FLAGS, 0);
+        // Keeps the flags (none but `BLOCKING` can be set yet: the handle
+        // was not returned).
+        let old = self.state.fetch_and(packed | FLAGS, Ordering::Release);
+        debug_assert_eq!(old & !FLAGS, UNREGISTERED, "task registered twice");
     }
 
     fn slot(&self) -> Option<Slot> {
-        match self.state.load(Ordering::Acquire) & !ABORTED {
+        match self.state.load(Ordering::Acquire) & !FLAGS {
             UNREGISTERED => None,
             word => Some(Slot::unpack(word)),
         }
@@ -95,6 +134,44 @@ impl TaskHeader {
 
     pub(crate) fn abort(&self) {
         self.state.fetch_or(ABORTED, Ordering::Release);
+    }
+
+    /// True for a live task of the workers: not finished, not a blocking
+    /// closure (the dump lists these).
+    pub(crate) fn is_live_task(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & (DONE | BLOCKING) == 0
+    }
+
+    /// The task was handed to a queue (its schedule function ran).
+    #[inline]
+    pub(crate) fn mark_scheduled(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        self.activity.store(a | SCHEDULED, Ordering::Relaxed);
+    }
+
+    /// A poll begins: no longer queued, one poll more.
+    #[inline]
+    fn begin_poll(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        let polls = if (a >> 1) & POLLS_MAX == POLLS_MAX {
+            0
+        } else {
+            POLL
+        };
+        self.activity
+            .store((a & !SCHEDULED) + polls, Ordering::Relaxed);
+    }
+
+    /// Queued (scheduled and not yet polled again), polls so far (they
+    /// saturate at 2^31 - 1) and the spawn time (`coarse_now_ms` over
+    /// `BORN_UNIT_MS`, modulo 2^32).
+    pub(crate) fn activity(&self) -> (bool, u64, u32) {
+        let a = self.activity.load(Ordering::Relaxed);
+        (
+            a & SCHEDULED != 0,
+            (a >> 1) & POLLS_MAX,
+            (a >> BORN_SHIFT) as u32,
+        )
     }
 }
 
@@ -155,11 +232,16 @@ impl<F: Future> Future for TaskFuture<'_, F> {
                 None => JoinError::cancelled(),
             }));
         }
+        let header = self.registration.header;
+        header.begin_poll();
         let future = self.as_mut().project().future;
         // SAFETY: structural pinning through `ManuallyDrop`: the future is
         // never moved out, and dropped in place (`drop_future`).
         let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
-        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+        let polled = crate::trace::with_current_task(header.id, || {
+            catch_unwind(AssertUnwindSafe(|| future.poll(cx)))
+        });
+        let output = match polled {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(value)) => Ok(value),
             Err(payload) => Err(payload),
@@ -218,6 +300,56 @@ pub(crate) fn discard(payload: Box<dyn Any + Send>) {
     }
 }
 
+/// How far a task's header lies from its waker's data pointer: the same for
+/// every task (the header sits at a fixed place in async-task's allocation),
+/// learned from the first spawn, checked at every spawn (`note_waker`).
+/// `isize::MIN` until then.
+static HEADER_FROM_WAKER: AtomicIsize = AtomicIsize::new(isize::MIN);
+
+/// Check, before a task's waker is registered, that its header can be found
+/// from the waker (`header_of`): this lets the registry keep one waker per
+/// task, not a waker and a header pointer.
+///
+/// # Panics
+///
+/// If async-task ever gave wakers whose data pointer is not at a fixed
+/// distance from the header: a dependency upgrade that every spawn reports.
+#[inline]
+pub(crate) fn note_waker(waker: &Waker, header: &TaskHeader) {
+    let distance = (header as *const TaskHeader as isize).wrapping_sub(waker.data() as isize);
+    // Relaxed: every thread computes the same value; the first store wins a
+    // race with an equal one.
+    let known = HEADER_FROM_WAKER.load(Ordering::Relaxed);
+    if known != distance {
+        assert_eq!(
+            known,
+            isize::MIN,
+            "pool: async-task's waker no longer points at a fixed place in its task \
+             (the live-task dump relies on it)"
+        );
+        HEADER_FROM_WAKER.store(distance, Ordering::Relaxed);
+    }
+}
+
+/// The header of the task `waker` wakes.
+///
+/// # Safety
+///
+/// `waker` was checked by `note_waker` with its task's header, and is alive
+/// as long as the returned reference (it holds a reference to the task, so
+/// the header lives).
+pub(crate) unsafe fn header_of(waker: &Waker) -> &TaskHeader {
+    let distance = HEADER_FROM_WAKER.load(Ordering::Relaxed);
+    // SAFETY: by the caller's contract `note_waker` saw this very waker with
+    // its header at this distance (and stored it, or found it stored), and
+    // the task's allocation does not move; the waker keeps it alive.
+    unsafe {
+        &*(waker.data() as *const u8)
+            .wrapping_offset(distance)
+            .cast::<TaskHeader>()
+    }
+}
+
 /// Cancel a runnable the pool will never run normally (shutdown, a spawn
 /// refused): mark its task aborted and run it, so that its future is
 /// dropped under `catch_unwind` by `TaskFuture::poll` and its handle learns
@@ -234,6 +366,9 @@ struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
+        // Relaxed: the dump only filters on it; the removal below is what
+        // takes the task out of the registry.
+        self.header.state.fetch_or(DONE, Ordering::Relaxed);
         if let Some(slot) = self.header.slot() {
             self.header.registry().remove_task(slot);
         }
@@ -263,6 +398,8 @@ pub struct JoinHandle<T> {
     /// `None` once the output was returned.
     task: Option<FallibleTask<Result<TaskOutput<T>, JoinError>, TaskHeader>>,
     header: NonNull<TaskHeader>,
+    /// Kept here too: the id outlives the task's allocation.
+    id: TaskId,
 }
 
 // SAFETY: the `FallibleTask` is `Send` when `T: Send` (its header is
@@ -281,9 +418,25 @@ impl<T> JoinHandle<T> {
     ) -> Self {
         let header = NonNull::from(task.metadata());
         JoinHandle {
+            id: task.metadata().id,
             task: Some(task.fallible()),
             header,
         }
+    }
+
+    /// The task's id, also after it finished. Inside the task,
+    /// [`pool::task_id()`](crate::task_id) gives the same id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let a = pool.spawn(async {});
+    /// let b = pool.spawn(async {});
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    pub fn id(&self) -> TaskId {
+        self.id
     }
 
     fn header(&self) -> Option<&TaskHeader> {
@@ -366,6 +519,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id)
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -382,14 +536,15 @@ impl<T> fmt::Debug for JoinHandle<T> {
 /// assert_eq!(err.to_string(), "task panicked: boom");
 /// ```
 pub struct JoinError {
-    repr: Repr,
+    /// Boxed, cancellation too: a non-null pointer, so that a task's output
+    /// slot (`Result<T, JoinError>`) is no wider than `T` when `T` is small
+    /// (8 bytes for `()`, where a null "cancelled" would take 16).
+    repr: Box<Repr>,
 }
 
-/// One pointer wide, so that a task's output slot (`Result<T, JoinError>`)
-/// costs little more than `T`.
 enum Repr {
     Cancelled,
-    Panic(Box<Panic>),
+    Panic(Panic),
 }
 
 struct Panic {
@@ -403,7 +558,7 @@ struct Panic {
 impl JoinError {
     pub(crate) fn cancelled() -> JoinError {
         JoinError {
-            repr: Repr::Cancelled,
+            repr: Box::new(Repr::Cancelled),
         }
     }
 
@@ -413,7 +568,7 @@ impl JoinError {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned());
         JoinError {
-            repr: Repr::Panic(Box::new(Panic {
+            repr: Box::new(Repr::Panic(Panic {
                 payload: Mutex::new(Some(payload)),
                 message,
             })),
@@ -432,7 +587,7 @@ impl JoinError {
     /// assert!(pool::block_on(h).unwrap_err().is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {
-        matches!(self.repr, Repr::Cancelled)
+        matches!(*self.repr, Repr::Cancelled)
     }
 
     /// True if the task panicked.
@@ -445,7 +600,7 @@ impl JoinError {
     /// assert!(err.is_panic() && !err.is_cancelled());
     /// ```
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panic(_))
+        matches!(*self.repr, Repr::Panic(_))
     }
 
     /// The panic payload, to resume the panic elsewhere
@@ -464,7 +619,7 @@ impl JoinError {
     /// assert_eq!(*err.into_panic().downcast::<u8>().unwrap(), 7);
     /// ```
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
-        match self.repr {
+        match &*self.repr {
             Repr::Panic(panic) => panic
                 .payload
                 .lock()
@@ -494,7 +649,7 @@ impl Drop for Panic {
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
+        match &*self.repr {
             Repr::Cancelled => f.write_str("task was cancelled"),
             Repr::Panic(panic) => match &panic.message {
                 Some(m) => write!(f, "task panicked: {m}"),
@@ -506,7 +661,7 @@ impl fmt::Display for JoinError {
 
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.repr {
+        match &*self.repr {
             Repr::Cancelled => f.write_str("JoinError::Cancelled"),
             Repr::Panic(panic) => f
                 .debug_tuple("JoinError::Panic")
@@ -526,6 +681,11 @@ mod tests {
             std::mem::size_of::<super::JoinError>(),
             std::mem::size_of::<usize>()
         );
-        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 16);
+        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 40);
+        // The niche of the boxed error: a unit output costs one word.
+        assert_eq!(
+            std::mem::size_of::<Result<super::TaskOutput<()>, super::JoinError>>(),
+            std::mem::size_of::<usize>()
+        );
     }
 }

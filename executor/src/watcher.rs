@@ -1,5 +1,6 @@
 //! The watcher: one thread per pool that keeps the scheduler
-//! work-conserving when a poll runs long.
+//! work-conserving when a poll runs long, and reports long polls to the
+//! stall handler (`trace/stall.rs`), if the pool has one.
 //!
 //! A worker puts the task it spawns or wakes in its LIFO slot (`lifo.rs`) and
 //! posts nothing for it: it runs that task next, on a warm cache, as soon as
@@ -36,8 +37,15 @@
 //!   park) or the worker's read of `parked` comes after the watcher's store
 //!   (it unparks the watcher): a task never sits in a LIFO slot behind a
 //!   long poll with the watcher parked.
+//! * With a stall handler, a worker that wakes from a sleep unparks the
+//!   watcher too (`WorkerThread::after_idle_step`), by the same argument:
+//!   its waker took it off `sleeping` before it woke. So no poll runs while
+//!   the watcher is parked, and every poll longer than the threshold is
+//!   seen. The stall looks cost the workers nothing: they publish what they
+//!   poll in the stats line they already write (`WorkerStats::begin_poll`).
 
 use crate::registry::Registry;
+use crate::trace::stall::StallWatch;
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,10 +79,11 @@ pub(crate) struct WatcherPark {
 }
 
 impl WatcherPark {
-    /// A worker, right after it put a task into its LIFO slot: unpark the
-    /// watcher if it is parked.
+    /// A worker has something to watch: it just put a task into its LIFO
+    /// slot, or (in a pool with a stall handler) it woke up to poll. Unpark
+    /// the watcher if it is parked.
     #[inline]
-    pub(crate) fn lifo_used(&self) {
+    pub(crate) fn needed(&self) {
         // SeqCst: see the module invariant.
         if self.parked.load(Ordering::SeqCst) {
             self.unpark();
@@ -136,6 +145,13 @@ pub(crate) fn run(registry: Arc<Registry>) {
     };
     let mut last = polls_now();
     let mut tick = MIN_TICK;
+    let mut stalls = registry
+        .stall
+        .clone()
+        .map(|config| StallWatch::new(config, registry.num_workers()));
+    if let Some(timeline) = &registry.timeline {
+        timeline.enter_thread(None);
+    }
     loop {
         if all_asleep() {
             if !watch.park_while(all_asleep) {
@@ -143,9 +159,15 @@ pub(crate) fn run(registry: Arc<Registry>) {
             }
             last = polls_now();
             tick = MIN_TICK;
+            if let Some(stalls) = &mut stalls {
+                stalls.reset();
+            }
         }
         if !watch.wait(tick) {
             return;
+        }
+        if let Some(stalls) = &mut stalls {
+            stalls.look(&registry);
         }
         let mut rescued = false;
         // A rescue helps only if some worker is idle or asleep to run the

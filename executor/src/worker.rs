@@ -39,8 +39,9 @@ use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::owned::Slot;
 use crate::registry::{steal_one, Registry, WorkerInfo};
-use crate::sleep::Park;
+use crate::sleep::{IdleStep, Park};
 use crate::task::Runnable;
+use crate::trace::timeline::{Kind, Lane, Timeline};
 use async_task::ScheduleInfo;
 use crossbeam_deque::{Steal, Worker};
 use std::cell::{Cell, RefCell};
@@ -163,7 +164,7 @@ impl WorkerThread {
             self.push_stealable(runnable);
         } else {
             let displaced = self.info().lifo.put(runnable);
-            self.registry.sleep.watcher().lifo_used();
+            self.registry.sleep.watcher().needed();
             if let Some(displaced) = displaced {
                 self.push_stealable(displaced);
             }
@@ -283,20 +284,49 @@ impl WorkerThread {
     pub(crate) fn execute_job(&self, job: JobRef) {
         self.stats().bump_owned(|s| &s.jobs, 1);
         self.ran_jobs.set(true);
+        let start = self.trace_now();
         // SAFETY: every job in a deque is alive until it has run, and runs
         // once: it left the deque by this pop or steal (`join/job.rs`).
         unsafe { job.execute() };
+        self.trace(Kind::Job, start, 0);
     }
 
     fn execute(&self, runnable: Runnable) {
-        self.stats().bump_owned(|s| &s.polls, 1);
+        let header = runnable.metadata();
+        let id = header.id;
+        let outer = self.stats().begin_poll(id, header.spawned_at);
         let was_marked = self.marked_blocked.get();
+        let start = self.trace_now();
         // Panics of the task's future are caught inside `TaskFuture`.
+        // `header` is not used after this: the run may free the task.
         runnable.run();
+        self.trace(Kind::Poll, start, id.as_u64());
+        self.stats().end_poll(outer);
         if !was_marked && self.marked_blocked.get() {
             // The poll marked the worker blocked and returned (panicked, or
             // awaited) without unmarking: it is not blocked any more.
             self.mark_blocked(false);
+        }
+    }
+
+    /// This worker's lane of the timeline, when the pool is traced.
+    #[inline]
+    fn lane(&self) -> Option<(&Timeline, &Lane)> {
+        let timeline = self.registry.timeline.as_deref()?;
+        Some((timeline, timeline.lane(self.index)))
+    }
+
+    /// A start time for `trace` (0 when the pool is not traced).
+    #[inline]
+    pub(crate) fn trace_now(&self) -> u64 {
+        self.lane().map_or(0, |(t, _)| t.now())
+    }
+
+    /// Record an event that began at `start` (from `trace_now`) and ends now.
+    #[inline]
+    pub(crate) fn trace(&self, kind: Kind, start: u64, arg: u64) {
+        if let Some((timeline, lane)) = self.lane() {
+            lane.record(kind, start, timeline.now(), arg);
         }
     }
 
@@ -404,6 +434,8 @@ impl WorkerThread {
                         let rest = self.worker.len();
                         self.stolen.set(rest);
                         self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
+                        let now = self.trace_now();
+                        self.trace(Kind::Steal, now, (victim as u64) << 32 | (1 + rest as u64));
                         return Some(Work::Task(r));
                     }
                     Steal::Retry => retry = true,
@@ -419,7 +451,10 @@ impl WorkerThread {
     fn steal_injected(&self) -> Option<Runnable> {
         let before = self.worker.len();
         let r = steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))?;
-        self.stolen.set(self.worker.len().saturating_sub(before));
+        let rest = self.worker.len().saturating_sub(before);
+        self.stolen.set(rest);
+        let now = self.trace_now();
+        self.trace(Kind::Injector, now, 1 + rest as u64);
         Some(r)
     }
 
@@ -447,6 +482,26 @@ impl WorkerThread {
                 .workers
                 .iter()
                 .any(|w| !w.stealer.is_empty() || !w.job_stealer.is_empty())
+    }
+
+    /// After getting sleepy or trying to sleep: record it on the timeline,
+    /// and, if this worker did sleep and the pool has a stall handler, make
+    /// sure the watcher is looking (it parks while every worker sleeps; the
+    /// argument of `watcher.rs` for a LIFO put holds for this wake too: the
+    /// waker took this worker off `sleeping` before it woke).
+    #[cold]
+    fn after_idle_step(&self, step: IdleStep, start: u64, sleeps_before: u64) {
+        let slept = self.stats().sleeps.load(Ordering::Relaxed) != sleeps_before;
+        if let Some((_, lane)) = self.lane() {
+            match step {
+                IdleStep::GetSleepy => self.trace(Kind::Sleepy, start, 0),
+                _ if slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
+                _ => {}
+            }
+        }
+        if slept && self.registry.stall.is_some() {
+            self.registry.sleep.watcher().needed();
+        }
     }
 
     fn count_wakeups(&self, woken: usize) {
@@ -509,6 +564,9 @@ impl WorkerThread {
                     continue;
                 }
                 let mut wakers = self.io_wakers.take();
+                let step = idle_state.next_step();
+                let sleeps = self.stats().sleeps.load(Ordering::Relaxed);
+                let start = self.trace_now();
                 sleep.no_work_found(
                     &mut idle_state,
                     latch,
@@ -516,6 +574,9 @@ impl WorkerThread {
                     || self.registry.has_injected_jobs(),
                     &mut wakers,
                 );
+                if step != IdleStep::Search {
+                    self.after_idle_step(step, start, sleeps);
+                }
                 // A sleep in the driver may end with I/O or timers ready.
                 let _ = self.wake_ready(&mut wakers);
                 self.io_wakers.set(wakers);
@@ -563,6 +624,9 @@ pub(crate) fn main_loop(
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
+    if let Some(timeline) = &this.registry.timeline {
+        timeline.enter_thread(Some(index));
+    }
     if let Some(hook) = &this.registry.on_thread_start {
         call_hook(hook.as_ref());
     }

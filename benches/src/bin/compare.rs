@@ -5,10 +5,14 @@
 //!
 //! ```text
 //! cargo run --release -p benches --bin compare -- [--workers N] [--only a,b] [--reps N]
-//!     [--quick] [--json PATH] [--svg PATH] [--scale]
+//!     [--quick] [--json PATH] [--svg PATH] [--scale] [--pool-variants]
 //! ```
+//!
+//! `--pool-variants` adds two rows to most workloads: `pool+trace` (the
+//! timeline recorded, `Builder::trace`) and `pool+stall` (a stall handler
+//! set, `Builder::on_stall`), for the cost of seeing inside.
 
-use benches::exec::{AsyncExecutor, Exec, Local, Pool, Tokio};
+use benches::exec::{AsyncExecutor, Exec, Local, Pool, PoolStall, PoolTraced, Tokio};
 use benches::workloads as w;
 use benches::{median, percentile, process_cpu_time};
 use std::collections::BTreeMap;
@@ -30,12 +34,13 @@ struct Args {
     json: Option<String>,
     svg: Option<String>,
     scale: bool,
+    pool_variants: bool,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "compare: {problem}\nusage: compare [--workers N] [--only w1,w2] [--reps N] [--quick] \
-         [--json PATH] [--svg PATH] [--scale]\nworkloads: {}",
+         [--json PATH] [--svg PATH] [--scale] [--pool-variants]\nworkloads: {}",
         WORKLOADS.join(", ")
     );
     std::process::exit(2)
@@ -50,6 +55,7 @@ fn parse_args() -> Args {
         json: None,
         svg: None,
         scale: false,
+        pool_variants: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -87,6 +93,7 @@ fn parse_args() -> Args {
             "--json" => args.json = Some(value("--json")),
             "--svg" => args.svg = Some(value("--svg")),
             "--scale" => args.scale = true,
+            "--pool-variants" => args.pool_variants = true,
             "--task-memory-child" => {
                 let exec = value("--task-memory-child");
                 task_memory_child(&exec);
@@ -506,6 +513,58 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
     v
 }
 
+/// `--pool-variants`: pool traced (`Builder::trace`) and with a stall
+/// handler (`Builder::on_stall`), beside the plain pool, for the cost goals
+/// of seeing inside.
+fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
+    macro_rules! both {
+        ($run:ident $(, $arg:expr)*) => {
+            vec![
+                (
+                    PoolTraced::NAME,
+                    Box::new(move || $run::<PoolTraced>(workers $(, $arg)*)) as Box<dyn Fn() -> Sample>,
+                ),
+                (
+                    PoolStall::NAME,
+                    Box::new(move || $run::<PoolStall>(workers $(, $arg)*)),
+                ),
+            ]
+        };
+    }
+    macro_rules! timed_both {
+        ($f:ident) => {{
+            let v: Vec<Contender> = vec![
+                (
+                    PoolTraced::NAME,
+                    Box::new(move || timed::<PoolTraced>(workers, name, w::$f::<PoolTraced>)),
+                ),
+                (
+                    PoolStall::NAME,
+                    Box::new(move || timed::<PoolStall>(workers, name, w::$f::<PoolStall>)),
+                ),
+            ];
+            v
+        }};
+    }
+    match name {
+        "spawn_many_local" => timed_both!(spawn_many_local),
+        "spawn_many_remote" => timed_both!(spawn_many_remote),
+        "yield_many" => timed_both!(yield_many),
+        "ping_pong" => timed_both!(ping_pong),
+        "chained_spawn" => timed_both!(chained_spawn),
+        "fork_join" => timed_both!(fork_join),
+        "task_tree" => timed_both!(task_tree),
+        "bursty" => timed_both!(bursty),
+        "idle_cpu" => both!(idle),
+        "sparse_wake" => both!(sparse, 1),
+        "sparse_wake_50" => both!(sparse, 50),
+        "long_poll_spawn" => both!(long_poll, w::LongPoll::Spawn),
+        "long_poll_wake" => both!(long_poll, w::LongPoll::Wake),
+        "long_poll_yield" => both!(long_poll, w::LongPoll::Yield),
+        _ => Vec::new(),
+    }
+}
+
 /// Repetitions of a workload in a full run (`--quick`: 2).
 fn default_reps(name: &str) -> usize {
     match name {
@@ -530,7 +589,10 @@ fn run(args: &Args) -> Results {
         let reps = args
             .reps
             .unwrap_or(if args.quick { 2 } else { default_reps(name) });
-        let contenders = contenders(name, args.workers);
+        let mut contenders = contenders(name, args.workers);
+        if args.pool_variants {
+            contenders.extend(pool_variants(name, args.workers));
+        }
         let mut samples: BTreeMap<&'static str, Vec<Sample>> = BTreeMap::new();
         eprint!("{name}: ");
         for rep in 0..reps {

@@ -131,7 +131,7 @@ where
     // a cancelled task is dropped before its handle learns it). So `work`
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
-    let handle = registry.spawn(async move { work() });
+    let handle = registry.spawn(async move { work() }, std::panic::Location::caller());
     let outcome = crate::block_on::block_on(handle);
     match result {
         Some(Ok(r)) => r,

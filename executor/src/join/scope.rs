@@ -95,8 +95,11 @@ impl<'scope> Scope<'scope> {
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
                 // owner (a worker) finds it in the injector while it waits.
-                // SAFETY: the job is alive until run, once, by this task.
-                drop(registry.spawn(async move { unsafe { job.execute() } }));
+                drop(registry.spawn(
+                    // SAFETY: the job is alive until run, once, by this task.
+                    async move { unsafe { job.execute() } },
+                    std::panic::Location::caller(),
+                ));
             }
         }
     }

@@ -29,7 +29,10 @@ fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
 fn with_driver_disabled(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
     let driver = Arc::new(StandInDriver::default());
     let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(ForwardPark(driver.clone()));
-    (Arc::new(Sleep::new(workers, None, Some(park))), driver)
+    (
+        Arc::new(Sleep::new(workers, None, Some(park), None)),
+        driver,
+    )
 }
 
 /// `Sleep` holds a `std::sync::Arc<dyn Park>`; the model keeps a loom `Arc`

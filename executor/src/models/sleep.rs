@@ -150,7 +150,7 @@ pub(super) fn injected_job_model(sleep: Arc<Sleep>, earlier_work: bool) {
 }
 
 pub(super) fn without_driver(workers: usize) -> Arc<Sleep> {
-    Arc::new(Sleep::new(workers, None, None))
+    Arc::new(Sleep::new(workers, None, None, None))
 }
 
 /// The teeth check: `scripts/loom` runs this model with each fence removed

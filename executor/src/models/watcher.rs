@@ -13,7 +13,7 @@ use loom::thread;
 fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("watcher_lifo_rescue", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None, None));
+        let sleep = Arc::new(Sleep::new(2, None, None, None));
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let slot = Arc::new(LifoSlot::<()>::new());

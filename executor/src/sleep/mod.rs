@@ -39,6 +39,7 @@ use crate::deadlock::DeadlockDetector;
 use crate::latch::CoreLatch;
 use crate::metrics::WorkerStats;
 use crate::sync::{fence, yield_now, AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
+use crate::trace::timeline::Timeline;
 use crate::watcher::WatcherPark;
 use crossbeam_utils::CachePadded;
 use std::sync::Arc;
@@ -184,6 +185,14 @@ impl SleepState {
     }
 }
 
+/// See `IdleState::next_step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdleStep {
+    Search,
+    GetSleepy,
+    Sleep,
+}
+
 /// The per-worker progress of one idle period.
 #[derive(Debug)]
 pub(crate) struct IdleState {
@@ -199,6 +208,16 @@ pub(crate) struct IdleState {
 }
 
 impl IdleState {
+    /// What the next `no_work_found` will do: search, get sleepy or sleep
+    /// (for the timeline).
+    pub(crate) fn next_step(&self) -> IdleStep {
+        match self.rounds {
+            r if r < ROUNDS_UNTIL_SLEEPY => IdleStep::Search,
+            ROUNDS_UNTIL_SLEEPY => IdleStep::GetSleepy,
+            _ => IdleStep::Sleep,
+        }
+    }
+
     /// Found work or was woken: start the idle period afresh.
     fn wake_fully(&mut self) {
         self.rounds = 0;
@@ -229,6 +248,9 @@ pub(crate) struct Sleep {
     /// I/O sleeps and wakes exactly as without a driver. Read by a sleeper
     /// under its own sleep lock; see `enable_driver`.
     driver_enabled: AtomicBool,
+    /// The workers' timeline, when the pool is traced: a waker notes itself
+    /// in the woken worker's lane (`trace/timeline.rs`).
+    timeline: Option<Arc<Timeline>>,
 }
 
 impl Sleep {
@@ -236,6 +258,7 @@ impl Sleep {
         workers: usize,
         deadlock: Option<DeadlockDetector>,
         driver: Option<Arc<dyn Park>>,
+        timeline: Option<Arc<Timeline>>,
     ) -> Sleep {
         debug_assert!(workers <= crate::counters::THREADS_MAX);
         Sleep {
@@ -247,6 +270,7 @@ impl Sleep {
             driver,
             watcher: WatcherPark::default(),
             driver_enabled: AtomicBool::new(false),
+            timeline,
         }
     }
 
@@ -573,7 +597,11 @@ impl Sleep {
     }
 
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
-        self.worker_sleep_states[index]
-            .wake_then(self.driver.as_deref(), which, || self.sleeper_left())
+        self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
+            self.sleeper_left();
+            if let Some(timeline) = &self.timeline {
+                timeline.waking(index);
+            }
+        })
     }
 }
