@@ -135,7 +135,8 @@ impl BlockingPool {
                 };
                 drop(st);
                 // Panics of the closure are caught inside `TaskFuture`.
-                runnable.run();
+                let id = runnable.metadata().id;
+                crate::trace::with_current_task(id, || runnable.run());
                 st = self.state.lock();
             }
             if st.shutdown {

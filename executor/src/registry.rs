@@ -182,12 +182,15 @@ impl Registry {
     {
         let local = self.local_worker();
         self.count(local, |s| &s.spawned, 1);
-        let shard_hint = local.map_or_else(crate::worker::random_shard_hint, WorkerThread::index);
+        let (shard_hint, id) = match local {
+            Some(w) => (w.index(), w.next_task_id()),
+            None => crate::worker::outside_spawn(),
+        };
         self.spawn_with(
             future,
             schedule_task,
             shard_hint,
-            TaskHeader::new(Arc::clone(self), at, false),
+            TaskHeader::new(Arc::clone(self), id, at, false),
         )
     }
 
@@ -201,11 +204,12 @@ impl Registry {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
+        let (shard_hint, id) = crate::worker::outside_spawn();
         self.spawn_with(
             BlockingTask::new(f),
             schedule_blocking,
-            crate::worker::random_shard_hint(),
-            TaskHeader::new(Arc::clone(self), at, true),
+            shard_hint,
+            TaskHeader::new(Arc::clone(self), id, at, true),
         )
     }
 

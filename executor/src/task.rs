@@ -47,24 +47,21 @@ use std::task::{Context, Poll, Waker};
 
 /// The top bit of `TaskHeader::state`: the task was aborted.
 const ABORTED: u64 = 1 << 63;
-/// The task's future was dropped: it is not live any more (its registry
-/// entry may outlive it for a batch, `owned.rs`).
-const DONE: u64 = 1 << 62;
 /// A `spawn_blocking` closure's task.
-const BLOCKING: u64 = 1 << 61;
-const FLAGS: u64 = ABORTED | DONE | BLOCKING;
+const BLOCKING: u64 = 1 << 62;
+const FLAGS: u64 = ABORTED | BLOCKING;
 /// The slot bits of a task that is not registered (yet, or ever).
 const UNREGISTERED: u64 = !FLAGS;
 
-/// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bits 1..32 the polls
-/// (saturating), bits 32..64 the spawn time in `BORN_UNIT_MS` units.
+/// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
+/// was dropped: the task is not live, though its registry entry may wait
+/// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating),
+/// bits 32..64 the spawn time (`trace::coarse_ticks`).
 const SCHEDULED: u64 = 1;
-const POLL: u64 = 1 << 1;
-const POLLS_MAX: u64 = (1 << 31) - 1;
+const DONE: u64 = 1 << 1;
+const POLL_SHIFT: u32 = 2;
+const POLLS_MAX: u64 = (1 << 30) - 1;
 const BORN_SHIFT: u32 = 32;
-/// The unit of a task's spawn time: 32 bits of 4 ms cover 198 days, and
-/// the coarse clock it is read from ticks every 1-10 ms anyway.
-pub(crate) const BORN_UNIT_MS: u64 = 4;
 
 /// The per-task metadata, stored in the task's allocation: 40 bytes.
 pub(crate) struct TaskHeader {
@@ -72,26 +69,28 @@ pub(crate) struct TaskHeader {
     /// Where the task's waker is registered (`Slot::pack`, whose top three
     /// bits are always clear), or `UNREGISTERED`; set once, before the first
     /// run. Its top bits are flags: `ABORTED` (set by `JoinHandle::abort`:
-    /// the next poll ends the task), `DONE`, `BLOCKING`. One word for all
-    /// keeps every task 8 bytes smaller.
+    /// the next poll ends the task) and `BLOCKING`. One word for all keeps
+    /// every task 8 bytes smaller.
     state: AtomicU64,
     pub(crate) id: TaskId,
     pub(crate) spawned_at: &'static Location<'static>,
-    /// Spawn time, poll count and whether the task is queued (see the
-    /// constants). Written only by the thread that schedules or polls the
-    /// task, which async-task serializes (a schedule happens before the
-    /// run it leads to, and a wake during a run schedules after it), so a
-    /// relaxed load and store suffice; the dump reads it from anywhere.
+    /// Spawn time, poll count, whether the task is queued and whether its
+    /// future was dropped (see the constants). Written only by the thread
+    /// that schedules, polls or drops the task's future, which async-task
+    /// serializes (a schedule happens before the run it leads to, a wake
+    /// during a run schedules after it), so a relaxed load and store
+    /// suffice, no read-modify-write; the dump reads it from anywhere.
     activity: AtomicU64,
 }
 
 impl TaskHeader {
     pub(crate) fn new(
         registry: Arc<Registry>,
+        id: TaskId,
         spawned_at: &'static Location<'static>,
         blocking: bool,
     ) -> TaskHeader {
-        let born = crate::trace::coarse_now_ms() / BORN_UNIT_MS;
+        let born = crate::trace::coarse_ticks();
         TaskHeader {
             registry,
             state: AtomicU64::new(if blocking {
@@ -99,9 +98,9 @@ impl TaskHeader {
             } else {
                 UNREGISTERED
             }),
-            id: TaskId::next(),
+            id,
             spawned_at,
-            activity: AtomicU64::new((born & u64::from(u32::MAX)) << BORN_SHIFT),
+            activity: AtomicU64::new(u64::from(born) << BORN_SHIFT),
         }
     }
 
@@ -139,7 +138,14 @@ impl TaskHeader {
     /// True for a live task of the workers: not finished, not a blocking
     /// closure (the dump lists these).
     pub(crate) fn is_live_task(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & (DONE | BLOCKING) == 0
+        self.state.load(Ordering::Relaxed) & BLOCKING == 0
+            && self.activity.load(Ordering::Relaxed) & DONE == 0
+    }
+
+    /// The future was dropped (see `DONE`).
+    fn mark_done(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        self.activity.store(a | DONE, Ordering::Relaxed);
     }
 
     /// The task was handed to a queue (its schedule function ran).
@@ -153,23 +159,22 @@ impl TaskHeader {
     #[inline]
     fn begin_poll(&self) {
         let a = self.activity.load(Ordering::Relaxed);
-        let polls = if (a >> 1) & POLLS_MAX == POLLS_MAX {
+        let polls = if (a >> POLL_SHIFT) & POLLS_MAX == POLLS_MAX {
             0
         } else {
-            POLL
+            1 << POLL_SHIFT
         };
         self.activity
             .store((a & !SCHEDULED) + polls, Ordering::Relaxed);
     }
 
     /// Queued (scheduled and not yet polled again), polls so far (they
-    /// saturate at 2^31 - 1) and the spawn time (`coarse_now_ms` over
-    /// `BORN_UNIT_MS`, modulo 2^32).
+    /// saturate at 2^30 - 1) and the spawn time (`trace::coarse_ticks`).
     pub(crate) fn activity(&self) -> (bool, u64, u32) {
         let a = self.activity.load(Ordering::Relaxed);
         (
             a & SCHEDULED != 0,
-            (a >> 1) & POLLS_MAX,
+            (a >> POLL_SHIFT) & POLLS_MAX,
             (a >> BORN_SHIFT) as u32,
         )
     }
@@ -232,16 +237,12 @@ impl<F: Future> Future for TaskFuture<'_, F> {
                 None => JoinError::cancelled(),
             }));
         }
-        let header = self.registration.header;
-        header.begin_poll();
+        self.registration.header.begin_poll();
         let future = self.as_mut().project().future;
         // SAFETY: structural pinning through `ManuallyDrop`: the future is
         // never moved out, and dropped in place (`drop_future`).
         let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
-        let polled = crate::trace::with_current_task(header.id, || {
-            catch_unwind(AssertUnwindSafe(|| future.poll(cx)))
-        });
-        let output = match polled {
+        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(value)) => Ok(value),
             Err(payload) => Err(payload),
@@ -366,9 +367,8 @@ struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        // Relaxed: the dump only filters on it; the removal below is what
-        // takes the task out of the registry.
-        self.header.state.fetch_or(DONE, Ordering::Relaxed);
+        // The dump skips it from now on (the removal below may be batched).
+        self.header.mark_done();
         if let Some(slot) = self.header.slot() {
             self.header.registry().remove_task(slot);
         }

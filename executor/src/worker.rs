@@ -42,6 +42,7 @@ use crate::registry::{steal_one, Registry, WorkerInfo};
 use crate::sleep::{IdleStep, Park};
 use crate::task::Runnable;
 use crate::trace::timeline::{Kind, Lane, Timeline};
+use crate::trace::TaskId;
 use async_task::ScheduleInfo;
 use crossbeam_deque::{Steal, Worker};
 use std::cell::{Cell, RefCell};
@@ -109,6 +110,8 @@ pub(crate) struct WorkerThread {
     stolen: Cell<usize>,
     /// Ran or pushed a fork-join job since it last started searching.
     ran_jobs: Cell<bool>,
+    /// This worker's block of task ids: the next one and the block's end.
+    ids: Cell<(u64, u64)>,
 }
 
 impl WorkerThread {
@@ -131,6 +134,12 @@ impl WorkerThread {
 
     pub(crate) fn stats(&self) -> &WorkerStats {
         &self.info().stats
+    }
+
+    /// An id for a task spawned on this worker.
+    #[inline]
+    pub(crate) fn next_task_id(&self) -> TaskId {
+        TaskId::next_in(&self.ids)
     }
 
     /// This worker's state that other threads reach.
@@ -621,6 +630,7 @@ pub(crate) fn main_loop(
         io_wakers: Cell::new(Vec::new()),
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
+        ids: Cell::new((0, 0)),
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
@@ -656,14 +666,18 @@ fn call_hook(hook: &(dyn Fn() + Send + Sync)) {
     }
 }
 
-/// A shard of the live-task registry for a spawn from outside the pool:
-/// each outside thread keeps to one shard, and threads spread over them.
-pub(crate) fn random_shard_hint() -> usize {
+/// For a spawn from a thread that is not a worker: a shard of the
+/// live-task registry (each outside thread keeps to one, and threads
+/// spread over them) and a task id from this thread's block of ids. One
+/// thread-local serves both (its access is a call in a position-independent
+/// executable).
+pub(crate) fn outside_spawn() -> (usize, TaskId) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static HINT: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+        static OUTSIDE: (usize, Cell<(u64, u64)>) =
+            (NEXT.fetch_add(1, Ordering::Relaxed), Cell::new((0, 0)));
     }
-    HINT.with(|h| *h)
+    OUTSIDE.with(|(hint, ids)| (*hint, TaskId::next_in(ids)))
 }
 
 /// What a search found.

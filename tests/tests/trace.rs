@@ -86,13 +86,25 @@ fn ids_are_unique_and_known_inside_the_task() {
     });
 }
 
+/// Sets its flag when dropped.
+struct ReleaseOnDrop(Arc<AtomicBool>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 #[test]
 fn dump_lists_idle_scheduled_and_running_tasks_with_their_spawn_lines() {
     watchdog("dump", 60, || {
-        let pool = Builder::new().worker_threads(1).build().unwrap();
         let release = Arc::new(AtomicBool::new(false));
+        let pool = Builder::new().worker_threads(1).build().unwrap();
+        // Declared after the pool, so dropped before it: a failed assertion
+        // releases the busy task, and the pool's drop does not wait for it.
+        let _release_on_drop = ReleaseOnDrop(release.clone());
         let idle = pool.spawn(std::future::pending::<()>());
-        let idle_line = line!();
+        let idle_line = line!() - 1;
         wait_until_asleep(&pool);
         let r = release.clone();
         let busy = pool.spawn(async move {
@@ -108,7 +120,7 @@ fn dump_lists_idle_scheduled_and_running_tasks_with_their_spawn_lines() {
         });
         // The only worker is busy: a task spawned now waits in the queue.
         let queued = pool.spawn(async {});
-        let queued_line = line!();
+        let queued_line = line!() - 1;
         std::thread::sleep(Duration::from_millis(40));
         let tasks = pool.tasks();
         assert_eq!(tasks.len(), 3, "{}", pool::TaskDump(&tasks));

@@ -34,10 +34,10 @@ pub struct TaskInfo {
     pub spawned_at: &'static Location<'static>,
     /// What the task is doing.
     pub state: TaskState,
-    /// Polls so far (they saturate at 2^31 - 1).
+    /// Polls so far (they saturate at 2^30 - 1).
     pub polls: u64,
-    /// Time since the spawn, to the coarse clock's tick (1-10 ms; it wraps
-    /// after 198 days).
+    /// Time since the spawn, to the coarse clock's tick (the kernel's, 1-10
+    /// ms, counted in 1/256 s); taken modulo 194 days.
     pub age: Duration,
 }
 
@@ -131,7 +131,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         .iter()
         .map(|w| w.stats.running_task())
         .collect();
-    let now = super::coarse_now_ms() / crate::task::BORN_UNIT_MS;
+    let now = super::coarse_ticks();
     let mut tasks = Vec::new();
     registry.tasks.for_each_live(|header| {
         if !header.is_live_task() {
@@ -143,13 +143,13 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
             None if scheduled => TaskState::Scheduled,
             None => TaskState::Idle,
         };
-        let age_units = (now as u32).wrapping_sub(born);
+        let age_ticks = now.wrapping_sub(born);
         tasks.push(TaskInfo {
             id: header.id,
             spawned_at: header.spawned_at,
             state,
             polls,
-            age: Duration::from_millis(u64::from(age_units) * crate::task::BORN_UNIT_MS),
+            age: Duration::from_nanos(u64::from(age_ticks) * super::COARSE_TICK_NS),
         });
     });
     tasks.sort_by_key(|t| t.id);

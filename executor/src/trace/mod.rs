@@ -5,13 +5,17 @@
 //! # Invariants
 //!
 //! * A [`TaskId`] is never handed out twice in one process: ids come from
-//!   one global counter, taken by each thread in blocks of `ID_BLOCK` (so
-//!   that spawning threads do not share a cache line per spawn); ids are
-//!   therefore unique, but only ordered by spawn time within one thread.
-//! * `CURRENT_TASK` names the task whose future this thread is polling,
-//!   for exactly the length of that poll (`TaskFuture::poll` sets it and
-//!   puts back the previous value, so nested polls, a `block_on` inside a
-//!   task, restore the outer task's id).
+//!   one global counter, in blocks of `ID_BLOCK` that each worker and each
+//!   outside thread takes for itself (so that threads spawning at once do
+//!   not share a cache line per spawn). Ids are therefore unique, but
+//!   ordered by spawn time only within one thread.
+//! * The current task (`task_id`) is, on a worker, the one its stats name
+//!   as running (`WorkerStats::begin_poll`, which a nested poll restores);
+//!   on a blocking thread, `CURRENT_TASK`, set around each closure. Workers
+//!   pay no thread-local access per poll for it.
+//! * A task's age comes from `coarse_ticks`, read once per spawn (a few
+//!   nanoseconds, no division) and kept in 32 bits of 1/256 s: exact to
+//!   the kernel's tick (1-10 ms), taken modulo 194 days.
 //! * Nothing here is part of the sleep protocol: every atomic is a
 //!   statistic or a record, read with `Relaxed` (a stale value shows an
 //!   older state of the pool, never a wrong one for a moment that existed).
@@ -45,29 +49,29 @@ pub use stall::Stall;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(NonZeroU64);
 
-/// Ids a thread takes from the global counter at once.
+/// Ids a worker takes from the global counter at once.
 const ID_BLOCK: u64 = 1024;
 
+/// The next id not handed out yet (ids start at 1).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 impl TaskId {
-    /// A fresh id.
+    /// A fresh id from a block of ids (`block`: the next id and the block's
+    /// end, kept by a worker or an outside thread), so that threads
+    /// spawning at once do not share a cache line per spawn.
     #[inline]
-    pub(crate) fn next() -> TaskId {
-        static NEXT_BLOCK: AtomicU64 = AtomicU64::new(1);
-        thread_local! {
-            /// The next id of this thread's block, and the block's end.
-            static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    pub(crate) fn next_in(block: &Cell<(u64, u64)>) -> TaskId {
+        let (mut next, mut end) = block.get();
+        if next == end {
+            next = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            end = next + ID_BLOCK;
         }
-        BLOCK.with(|block| {
-            let (mut next, mut end) = block.get();
-            if next == end {
-                // Relaxed: only uniqueness matters, which the atomic
-                // read-modify-write gives in any ordering.
-                next = NEXT_BLOCK.fetch_add(ID_BLOCK, Ordering::Relaxed);
-                end = next + ID_BLOCK;
-            }
-            block.set((next + 1, end));
-            TaskId(NonZeroU64::new(next).expect("task ids start at 1"))
-        })
+        block.set((next + 1, end));
+        TaskId::checked(next)
+    }
+
+    fn checked(n: u64) -> TaskId {
+        TaskId(NonZeroU64::new(n).expect("task ids start at 1 and do not wrap"))
     }
 
     /// The id as a number (never 0).
@@ -109,11 +113,14 @@ thread_local! {
 /// assert_eq!(pool.block_on(h).unwrap(), Some(id));
 /// ```
 pub fn task_id() -> Option<TaskId> {
-    CURRENT_TASK.with(Cell::get)
+    match crate::worker::WorkerThread::current() {
+        Some(worker) => worker.stats().running_task(),
+        None => CURRENT_TASK.with(Cell::get),
+    }
 }
 
-/// Make `id` the current task for the length of `f` (one poll).
-#[inline]
+/// Make `id` the current task of this (blocking) thread for the length of
+/// `f`: one closure.
 pub(crate) fn with_current_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
     let outer = CURRENT_TASK.with(|c| c.replace(Some(id)));
     let r = f();
@@ -121,10 +128,12 @@ pub(crate) fn with_current_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// A coarse monotonic clock for task ages: milliseconds since the first
-/// reading in this process, from `CLOCK_MONOTONIC_COARSE` on Linux (about
-/// 5 ns a reading, the kernel tick's resolution: 1-10 ms), else `Instant`.
-pub(crate) fn coarse_now_ms() -> u64 {
+/// Ticks of a coarse monotonic clock, for task ages: 1/256 s
+/// (`COARSE_TICK_NS`), modulo 2^32 (194 days), from
+/// `CLOCK_MONOTONIC_COARSE` on Linux (the kernel tick's resolution, 1-10
+/// ms; a few nanoseconds a reading, no division), else `Instant`.
+#[inline]
+pub(crate) fn coarse_ticks() -> u32 {
     #[cfg(target_os = "linux")]
     {
         let mut ts = libc::timespec {
@@ -133,16 +142,17 @@ pub(crate) fn coarse_now_ms() -> u64 {
         };
         // SAFETY: `clock_gettime` writes one `timespec`, which `ts` is.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-        let ms = ts.tv_sec as u64 * 1_000 + ts.tv_nsec as u64 / 1_000_000;
-        static EPOCH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-        ms.saturating_sub(*EPOCH.get_or_init(|| ms))
+        // tv_nsec * 256 / 10^9 without a division: 1099 / 2^32 is 256 / 10^9
+        // to 0.05%, and stays below 256 for tv_nsec < 10^9.
+        ((ts.tv_sec as u64) << 8 | (ts.tv_nsec as u64 * 1099) >> 32) as u32
     }
     #[cfg(not(target_os = "linux"))]
     {
         static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        EPOCH
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_millis() as u64
+        let elapsed = EPOCH.get_or_init(std::time::Instant::now).elapsed();
+        (elapsed.as_secs() << 8 | u64::from(elapsed.subsec_nanos()) * 1099 >> 32) as u32
     }
 }
+
+/// The length of one `coarse_ticks` tick, 1/256 s, in nanoseconds.
+pub(crate) const COARSE_TICK_NS: u64 = 1_000_000_000 / 256;
