@@ -13,15 +13,11 @@
 //!   atomic cut.
 
 use crate::trace::TaskId;
-use std::panic::Location;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
 #[derive(Clone, Copy)]
-pub(crate) struct OuterPoll {
-    id: u64,
-    at: *mut Location<'static>,
-}
+pub(crate) struct OuterPoll(u64);
 
 /// A snapshot of a pool's counters, summed over its workers when
 /// [`Pool::metrics`](crate::Pool::metrics) or
@@ -93,11 +89,10 @@ pub(crate) struct WorkerStats {
     pub(crate) rescued: AtomicU64,
     pub(crate) jobs: AtomicU64,
     pub(crate) stalls: AtomicU64,
-    /// Not a counter: the task this worker is polling (its id, 0 for none)
-    /// and where it was spawned, for the dump and the stall detector. Here
-    /// so that it shares the cache line that `polls` already dirties.
+    /// Not a counter: the task this worker is polling (its id, 0 for
+    /// none), for `task_id`, the dump and the stall detector. Here so that
+    /// it shares the cache line that `polls` already dirties.
     running: AtomicU64,
-    running_at: AtomicPtr<Location<'static>>,
 }
 
 impl WorkerStats {
@@ -105,18 +100,12 @@ impl WorkerStats {
     /// Returns what it was polling before (a `block_on` inside a task runs
     /// other tasks), for `end_poll`.
     ///
-    /// Release on the stores, Acquire on the watcher's loads
-    /// (`current_poll`): a watcher that sees the new id sees this poll's
-    /// count and location.
+    /// Release on the store, Acquire on the watcher's load (`current_poll`):
+    /// a watcher that sees the new id sees this poll's count.
     #[inline]
-    pub(crate) fn begin_poll(&self, id: TaskId, at: &'static Location<'static>) -> OuterPoll {
+    pub(crate) fn begin_poll(&self, id: TaskId) -> OuterPoll {
         self.bump_owned(|s| &s.polls, 1);
-        let outer = OuterPoll {
-            id: self.running.load(Ordering::Relaxed),
-            at: self.running_at.load(Ordering::Relaxed),
-        };
-        self.running_at
-            .store(at as *const Location<'static> as *mut _, Ordering::Release);
+        let outer = OuterPoll(self.running.load(Ordering::Relaxed));
         self.running.store(id.as_u64(), Ordering::Release);
         outer
     }
@@ -124,8 +113,7 @@ impl WorkerStats {
     /// The poll begun by `begin_poll` ended.
     #[inline]
     pub(crate) fn end_poll(&self, outer: OuterPoll) {
-        self.running.store(outer.id, Ordering::Release);
-        self.running_at.store(outer.at, Ordering::Release);
+        self.running.store(outer.0, Ordering::Release);
     }
 
     /// The task being polled now, if any.
@@ -133,13 +121,10 @@ impl WorkerStats {
         TaskId::from_u64(self.running.load(Ordering::Acquire))
     }
 
-    /// The poll count, the task being polled and where it was spawned.
-    pub(crate) fn current_poll(&self) -> (u64, Option<TaskId>, Option<&'static Location<'static>>) {
+    /// The poll count and the task being polled.
+    pub(crate) fn current_poll(&self) -> (u64, Option<TaskId>) {
         let task = self.running_task();
-        let at = self.running_at.load(Ordering::Acquire);
-        let polls = self.polls.load(Ordering::Acquire);
-        // SAFETY: `running_at` only ever holds null or a `&'static Location`.
-        (polls, task, unsafe { at.as_ref() })
+        (self.polls.load(Ordering::Relaxed), task)
     }
 
     /// Add `n` to a counter only this thread writes.

@@ -32,6 +32,7 @@ use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::{JoinHandle, Runnable, TaskFuture, TaskHeader};
 use crate::trace::stall::StallConfig;
 use crate::trace::timeline::Timeline;
+use crate::trace::{CoarseClock, TaskId};
 use crate::worker::WorkerThread;
 use async_task::{ScheduleInfo, WithInfo};
 use crossbeam_deque::{Injector, Steal, Stealer};
@@ -92,6 +93,8 @@ pub(crate) struct Registry {
     exited_cond: parking_lot::Condvar,
     pub(crate) on_thread_start: Option<Hook>,
     pub(crate) on_thread_stop: Option<Hook>,
+    /// The coarse clock of task ages, published by the watcher.
+    pub(crate) clock: CoarseClock,
     /// The stall detector's settings, for the watcher.
     pub(crate) stall: Option<StallConfig>,
     /// The workers' timeline, when the pool is traced.
@@ -136,6 +139,7 @@ impl Registry {
             exited_cond: parking_lot::Condvar::new(),
             on_thread_start: config.on_thread_start,
             on_thread_stop: config.on_thread_stop,
+            clock: CoarseClock::default(),
             stall: config.stall,
             timeline,
         }
@@ -171,6 +175,7 @@ impl Registry {
     }
 
     /// Spawn `future` onto this pool; `at` is where the user called spawn.
+    #[inline]
     pub(crate) fn spawn<F>(
         self: &Arc<Self>,
         future: F,
@@ -186,12 +191,7 @@ impl Registry {
             Some(w) => (w.index(), w.next_task_id()),
             None => crate::worker::outside_spawn(),
         };
-        self.spawn_with(
-            future,
-            schedule_task,
-            shard_hint,
-            TaskHeader::new(Arc::clone(self), id, at, false),
-        )
+        self.spawn_with(future, schedule_task, shard_hint, (id, at, false))
     }
 
     /// Run `f` on this pool's blocking threads.
@@ -209,7 +209,7 @@ impl Registry {
             BlockingTask::new(f),
             schedule_blocking,
             shard_hint,
-            TaskHeader::new(Arc::clone(self), id, at, true),
+            (id, at, true),
         )
     }
 
@@ -231,14 +231,19 @@ impl Registry {
         future: F,
         schedule: S,
         shard_hint: usize,
-        header: TaskHeader,
+        (id, at, blocking): (TaskId, &'static Location<'static>, bool),
     ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
         S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
     {
-        let builder = async_task::Builder::new().metadata(header);
+        let builder = async_task::Builder::new().metadata(TaskHeader::new(
+            Arc::clone(self),
+            id,
+            at,
+            blocking,
+        ));
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
         // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
         //   because `TaskHeader: Sync`), so the `Runnable` may move between

@@ -90,7 +90,7 @@ impl TaskHeader {
         spawned_at: &'static Location<'static>,
         blocking: bool,
     ) -> TaskHeader {
-        let born = crate::trace::coarse_ticks();
+        let born = registry.clock.now();
         TaskHeader {
             registry,
             state: AtomicU64::new(if blocking {

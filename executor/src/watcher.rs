@@ -1,6 +1,7 @@
 //! The watcher: one thread per pool that keeps the scheduler
-//! work-conserving when a poll runs long, and reports long polls to the
-//! stall handler (`trace/stall.rs`), if the pool has one.
+//! work-conserving when a poll runs long, reports long polls to the stall
+//! handler (`trace/stall.rs`), if the pool has one, and publishes the
+//! coarse clock that spawns read for task ages (`trace::CoarseClock`).
 //!
 //! A worker puts the task it spawns or wakes in its LIFO slot (`lifo.rs`) and
 //! posts nothing for it: it runs that task next, on a warm cache, as soon as
@@ -152,8 +153,10 @@ pub(crate) fn run(registry: Arc<Registry>) {
     if let Some(timeline) = &registry.timeline {
         timeline.enter_thread(None);
     }
+    let clock = &registry.clock;
     loop {
         if all_asleep() {
+            clock.withdraw();
             if !watch.park_while(all_asleep) {
                 return;
             }
@@ -164,8 +167,11 @@ pub(crate) fn run(registry: Arc<Registry>) {
             }
         }
         if !watch.wait(tick) {
+            clock.withdraw();
             return;
         }
+        // The clock of task ages (`trace::CoarseClock`).
+        clock.publish();
         if let Some(stalls) = &mut stalls {
             stalls.look(&registry);
         }

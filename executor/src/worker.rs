@@ -301,13 +301,11 @@ impl WorkerThread {
     }
 
     fn execute(&self, runnable: Runnable) {
-        let header = runnable.metadata();
-        let id = header.id;
-        let outer = self.stats().begin_poll(id, header.spawned_at);
+        let id = runnable.metadata().id;
+        let outer = self.stats().begin_poll(id);
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
         // Panics of the task's future are caught inside `TaskFuture`.
-        // `header` is not used after this: the run may free the task.
         runnable.run();
         self.trace(Kind::Poll, start, id.as_u64());
         self.stats().end_poll(outer);

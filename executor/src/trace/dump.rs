@@ -131,7 +131,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         .iter()
         .map(|w| w.stats.running_task())
         .collect();
-    let now = super::coarse_ticks();
+    let now = registry.clock.now();
     let mut tasks = Vec::new();
     registry.tasks.for_each_live(|header| {
         if !header.is_live_task() {

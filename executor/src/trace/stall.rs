@@ -2,11 +2,12 @@
 //!
 //! The watcher thread (`watcher.rs`) looks at every worker at each of its
 //! ticks (20 us to 1 ms apart while any worker is awake; it parks while all
-//! sleep). A worker publishes, in its own stats line, the task it is
-//! polling (`WorkerStats::begin_poll`); a look that finds the same poll
+//! sleep). A worker publishes, in its own stats line, the id of the task it
+//! is polling (`WorkerStats::begin_poll`); a look that finds the same poll
 //! (same poll count, same task) as an earlier look knows that poll has run
 //! at least since that earlier look, and reports it once when that is
-//! longer than the threshold. Workers read no clock for this.
+//! longer than the threshold. Workers read no clock for this. The report's
+//! spawn location is looked up in the registry of live tasks then, once.
 //!
 //! # Invariants
 //!
@@ -40,6 +41,18 @@ pub struct Stall {
     /// How long the poll has run so far (at least; short by at most the
     /// watcher's tick, 1 ms).
     pub running_for: Duration,
+}
+
+/// Where live task `task` was spawned (a walk over the registry: only for
+/// a report).
+fn spawn_location(registry: &Registry, task: TaskId) -> Option<&'static Location<'static>> {
+    let mut found = None;
+    registry.tasks.for_each_live(|header| {
+        if header.id == task && header.is_live_task() {
+            found = Some(header.spawned_at);
+        }
+    });
+    found
 }
 
 /// What `Builder::on_stall` was given.
@@ -96,7 +109,7 @@ impl StallWatch {
     pub(crate) fn look(&mut self, registry: &Registry) {
         let now = Instant::now();
         for (worker, (w, seen)) in registry.workers.iter().zip(&mut self.seen).enumerate() {
-            let (polls, task, spawned_at) = w.stats.current_poll();
+            let (polls, task) = w.stats.current_poll();
             if polls != seen.polls || task != seen.task {
                 *seen = Seen {
                     polls,
@@ -106,12 +119,18 @@ impl StallWatch {
                 };
                 continue;
             }
-            let (Some(task), Some(spawned_at)) = (task, spawned_at) else {
+            let Some(task) = task else {
                 continue;
             };
             let running_for = now.duration_since(seen.since);
             if !seen.reported && running_for >= self.config.threshold {
                 seen.reported = true;
+                // Where it was spawned: from its header, found in the
+                // registry (workers publish only the id, to keep polls
+                // cheap). A task whose poll ended meanwhile is not reported.
+                let Some(spawned_at) = spawn_location(registry, task) else {
+                    continue;
+                };
                 registry.count_stall();
                 let stall = Stall {
                     worker,
