@@ -112,6 +112,13 @@ pub(crate) struct WorkerThread {
     ran_jobs: Cell<bool>,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
+    /// The pool records a timeline (`Builder::trace`): read before any
+    /// other work for it, so that an untraced pool pays one predictable
+    /// branch on a field of its own stack.
+    traced: bool,
+    /// The pool is traced or has a stall handler: the idle loop then notes
+    /// its sleeps (`after_idle_step`).
+    observed: bool,
 }
 
 impl WorkerThread {
@@ -319,6 +326,9 @@ impl WorkerThread {
     /// This worker's lane of the timeline, when the pool is traced.
     #[inline]
     fn lane(&self) -> Option<(&Timeline, &Lane)> {
+        if !self.traced {
+            return None;
+        }
         let timeline = self.registry.timeline.as_deref()?;
         Some((timeline, timeline.lane(self.index)))
     }
@@ -571,9 +581,10 @@ impl WorkerThread {
                     continue;
                 }
                 let mut wakers = self.io_wakers.take();
-                let step = idle_state.next_step();
-                let sleeps = self.stats().sleeps.load(Ordering::Relaxed);
-                let start = self.trace_now();
+                let observed = self.observed.then(|| {
+                    let sleeps = self.stats().sleeps.load(Ordering::Relaxed);
+                    (idle_state.next_step(), self.trace_now(), sleeps)
+                });
                 sleep.no_work_found(
                     &mut idle_state,
                     latch,
@@ -581,8 +592,10 @@ impl WorkerThread {
                     || self.registry.has_injected_jobs(),
                     &mut wakers,
                 );
-                if step != IdleStep::Search {
-                    self.after_idle_step(step, start, sleeps);
+                if let Some((step, start, sleeps)) = observed {
+                    if step != IdleStep::Search {
+                        self.after_idle_step(step, start, sleeps);
+                    }
                 }
                 // A sleep in the driver may end with I/O or timers ready.
                 let _ = self.wake_ready(&mut wakers);
@@ -618,7 +631,6 @@ pub(crate) fn main_loop(
         worker,
         jobs,
         index,
-        registry,
         rng: XorShift64Star::new(index as u64 + 1),
         tick: Cell::new(0),
         lifo_polls: Cell::new(0),
@@ -629,6 +641,9 @@ pub(crate) fn main_loop(
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
         ids: Cell::new((0, 0)),
+        traced: registry.timeline.is_some(),
+        observed: registry.timeline.is_some() || registry.stall.is_some(),
+        registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
     WORKER_THREAD.with(|w| w.set(&this));
