@@ -6,7 +6,7 @@
 //! ```
 //!
 //! One row per worker: green while it polls a task, blue for a fork-join
-//! job, grey while it sleeps, white while it is awake with nothing to poll;
+//! job, grey while it sleeps, white while it is awake and not polling;
 //! ticks above a row mark getting sleepy, steals and injector takes.
 
 use examples::trace_svg::{render, View};

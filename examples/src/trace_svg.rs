@@ -191,18 +191,20 @@ pub fn render(trace: &str, view: &View) -> Result<String, String> {
     let axis_y = TOP + lanes.len() as f64 * (ROW_H + ROW_GAP) - 4.0;
     let span_ms = (to - from) / 1e3;
     let step = nice_step(span_ms / 10.0);
-    let mut t = 0.0;
-    while t <= span_ms + 1e-9 {
-        let px = LEFT + t * 1e3 / us_per_px;
+    // Ticks at round times (ms from the trace's first event).
+    let from_label = view.from_ms.unwrap_or(0.0);
+    let mut label = (from_label / step).ceil() * step;
+    while label <= from_label + span_ms + 1e-9 {
+        let px = LEFT + (label - from_label) * 1e3 / us_per_px;
         let _ = writeln!(
             svg,
             r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#868e96"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" fill="#495057">{} ms</text>"##,
             axis_y,
             axis_y + 5.0,
             axis_y + 18.0,
-            fmt_ms(view.from_ms.unwrap_or(0.0) + t)
+            fmt_ms(label)
         );
-        t += step;
+        label += step;
     }
     // Legend.
     let mut lx = LEFT;
@@ -227,7 +229,7 @@ pub fn render(trace: &str, view: &View) -> Result<String, String> {
     }
     let _ = writeln!(
         svg,
-        r##"<text x="{LEFT}" y="{:.0}" fill="#495057">white: awake with nothing to poll (searching)</text>"##,
+        r##"<text x="{LEFT}" y="{:.0}" fill="#495057">white: awake, not polling (searching for work, or waking another worker)</text>"##,
         ly + 18.0
     );
     svg.push_str("</svg>\n");
@@ -245,11 +247,8 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 fn fmt_ms(ms: f64) -> String {
-    if (ms - ms.round()).abs() < 1e-6 {
-        format!("{}", ms.round() as i64)
-    } else {
-        format!("{ms:.2}")
-    }
+    let s = format!("{ms:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn escape(s: &str) -> String {

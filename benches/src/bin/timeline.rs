@@ -6,9 +6,10 @@
 //! ```
 //!
 //! * bursty: 64 tasks of 5 us injected from outside, then 1 ms of quiet,
-//!   200 times; drawn: 6 ms from the middle of the run.
+//!   200 times; drawn: four bursts in a row that one worker ran (more than
+//!   80% of the polls), and four that both shared, where the run has them.
 //! * sparse_wake: one message every 200 us from an outside thread to one
-//!   waiting task; drawn: 2 ms from the middle of the run.
+//!   waiting task; drawn: 0.6 ms from the middle of the run.
 
 use benches::exec::{bench_trace_path, Exec, PoolTraced};
 use benches::workloads as w;
@@ -24,56 +25,136 @@ fn main() {
             "--out" => out = PathBuf::from(args.next().expect("--out needs a directory")),
             "--keep-json" => keep_json = true,
             other => {
-                eprintln!("timeline: unexpected argument {other:?}\nusage: timeline [--out DIR] [--keep-json]");
+                eprintln!(
+                    "timeline: unexpected argument {other:?}\nusage: timeline [--out DIR] [--keep-json]"
+                );
                 std::process::exit(2);
             }
         }
     }
     let workers = 2;
-    let picture = |name: &str, title: &str, from_ms: f64, to_ms: f64, run: &dyn Fn(&PoolTraced)| {
+    let record = |name: &str, run: &dyn Fn(&PoolTraced)| -> String {
         let e = PoolTraced::start(workers);
         std::thread::sleep(std::time::Duration::from_millis(10));
         run(&e);
         drop(e); // writes the trace
         let json = std::fs::read_to_string(bench_trace_path()).expect("read the trace");
-        let svg = render(
-            &json,
-            &View {
-                from_ms: Some(from_ms),
-                to_ms: Some(to_ms),
-                width: 1100.0,
-                title: title.to_string(),
-            },
-        )
-        .expect("render the trace");
+        if keep_json {
+            std::fs::write(out.join(format!("timeline-{name}.json")), &json)
+                .expect("keep the JSON");
+        }
+        json
+    };
+    let draw = |json: &str, name: &str, title: &str, (from_ms, to_ms): (f64, f64)| {
+        let view = View {
+            from_ms: Some(from_ms),
+            to_ms: Some(to_ms),
+            width: 1100.0,
+            title: title.to_string(),
+        };
+        let svg = render(json, &view).expect("render the trace");
         let path = out.join(format!("timeline-{name}.svg"));
         std::fs::write(&path, svg).expect("write the SVG");
-        if keep_json {
-            std::fs::copy(
-                bench_trace_path(),
-                out.join(format!("timeline-{name}.json")),
-            )
-            .expect("keep the JSON");
-        }
         println!("wrote {}", path.display());
     };
-    picture(
-        "bursty",
-        "bursty on pool (2 workers): 64 injected tasks of 5 us, then 1 ms quiet",
-        100.0,
-        106.0,
-        &|e| {
-            w::bursty(e);
-        },
+
+    let json = record("bursty", &|e| {
+        w::bursty(e);
+    });
+    let bursts = bursts(&json);
+    let one_sided = bursts.iter().filter(|b| b.one_sided()).count();
+    println!(
+        "bursty: {one_sided} of {} bursts run by one worker",
+        bursts.len()
     );
-    picture(
+    if let Some(window) = four_in_a_row(&bursts, true) {
+        let title = format!(
+            "bursty on pool (2 workers), 64 injected tasks of 5 us, 1 ms apart: \
+             one worker runs the burst ({one_sided} of {} bursts)",
+            bursts.len()
+        );
+        draw(&json, "bursty", &title, window);
+    }
+    if let Some(window) = four_in_a_row(&bursts, false) {
+        let title = format!(
+            "bursty on pool (2 workers): bursts both workers share ({} of {})",
+            bursts.len() - one_sided,
+            bursts.len()
+        );
+        draw(&json, "bursty-shared", &title, window);
+    }
+
+    let json = record("sparse_wake", &|e| {
+        w::sparse_wake(e, 1);
+    });
+    draw(
+        &json,
         "sparse_wake",
         "sparse_wake on pool (2 workers): one message every 200 us from outside",
-        100.0,
-        102.0,
-        &|e| {
-            w::sparse_wake(e, 1);
-        },
+        (100.0, 100.6),
     );
     let _ = std::fs::remove_file(bench_trace_path());
+}
+
+/// One burst of polls: when it ran (ms from the trace's first event) and
+/// how many polls each of the two workers made.
+struct Burst {
+    start_ms: f64,
+    end_ms: f64,
+    polls: [usize; 2],
+}
+
+impl Burst {
+    fn one_sided(&self) -> bool {
+        let total = self.polls[0] + self.polls[1];
+        self.polls.iter().any(|&n| n * 10 > total * 8)
+    }
+}
+
+/// The bursts of a trace: polls separated by more than 300 us of no poll.
+fn bursts(json: &str) -> Vec<Burst> {
+    let v: serde_json::Value = serde_json::from_str(json).expect("the trace is JSON");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let first = events
+        .iter()
+        .filter_map(|e| e["ts"].as_f64())
+        .fold(f64::INFINITY, f64::min);
+    let mut polls: Vec<(f64, f64, usize)> = events
+        .iter()
+        .filter(|e| e["name"] == "poll")
+        .filter_map(|e| {
+            let ts = e["ts"].as_f64()?;
+            Some((ts, ts + e["dur"].as_f64()?, e["tid"].as_u64()? as usize))
+        })
+        .collect();
+    polls.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ms = |us: f64| (us - first) / 1e3;
+    let mut out: Vec<Burst> = Vec::new();
+    for (start, end, tid) in polls {
+        match out.last_mut() {
+            Some(b) if ms(start) - b.end_ms < 0.3 => {
+                b.end_ms = b.end_ms.max(ms(end));
+                b.polls[tid.min(1)] += 1;
+            }
+            _ => {
+                let mut polls = [0, 0];
+                polls[tid.min(1)] = 1;
+                out.push(Burst {
+                    start_ms: ms(start),
+                    end_ms: ms(end),
+                    polls,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A window around the first four bursts in a row that are (or are not)
+/// one-sided, after the first 20 ms.
+fn four_in_a_row(bursts: &[Burst], one_sided: bool) -> Option<(f64, f64)> {
+    bursts
+        .windows(4)
+        .find(|w| w[0].start_ms > 20.0 && w.iter().all(|b| b.one_sided() == one_sided))
+        .map(|w| (w[0].start_ms - 0.2, w[3].end_ms + 0.3))
 }
