@@ -67,6 +67,16 @@ mod imp {
             guard
         }
 
+        /// Wait for a notification or `timeout`, whichever comes first.
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            self.0.wait_for(&mut guard, timeout);
+            guard
+        }
+
         pub(crate) fn notify_one(&self) {
             self.0.notify_one();
         }
@@ -106,6 +116,18 @@ mod imp {
 
         pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
             self.0.wait(guard).expect("loom mutex poisoned")
+        }
+
+        /// loom does not model time: this waits for a notification.
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            self.0
+                .wait_timeout(guard, timeout)
+                .expect("loom mutex poisoned")
+                .0
         }
 
         pub(crate) fn notify_one(&self) {

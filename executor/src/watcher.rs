@@ -39,17 +39,20 @@
 //!   (it unparks the watcher): a task never sits in a LIFO slot behind a
 //!   long poll with the watcher parked.
 //! * With a stall handler, a worker that wakes from a sleep unparks the
-//!   watcher too (`WorkerThread::after_idle_step`), by the same argument:
-//!   its waker took it off `sleeping` before it woke. So no poll runs while
-//!   the watcher is parked, and every poll longer than the threshold is
-//!   seen. The stall looks cost the workers nothing: they publish what they
+//!   watcher too (`WorkerThread::after_idle_step`, `worker_woke`), by the
+//!   same argument made with two seq-cst fences (the watcher's, between
+//!   announcing itself parked and reading the counters; the worker's,
+//!   before it reads `parked`): its waker took it off `sleeping` before it
+//!   woke. So no poll runs while the watcher is parked, and every poll
+//!   longer than the threshold is seen. `models/watcher.rs` checks this
+//!   form under loom, and that without the recheck after announcing the
+//!   watcher sleeps through the poll. The stall looks cost the workers nothing: they publish what they
 //!   poll in the stats line they already write (`WorkerStats::begin_poll`).
 
 use crate::registry::Registry;
+use crate::sync::{fence, AtomicBool, Condvar, Mutex, Ordering};
 use crate::trace::stall::StallWatch;
 use crossbeam_utils::CachePadded;
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,6 +94,17 @@ impl WatcherPark {
         }
     }
 
+    /// A worker that just woke from a sleep has a poll to watch (a pool
+    /// with a stall handler): unpark the watcher if it is parked. The fence
+    /// pairs with the one in `park_while` (see the module invariants); it
+    /// costs nothing next to the sleep this follows, and it is the form of
+    /// the argument that loom can check (`models/watcher.rs`: loom treats
+    /// seq-cst loads and stores as acquire/release, seq-cst fences exactly).
+    pub(crate) fn worker_woke(&self) {
+        fence(Ordering::SeqCst);
+        self.needed();
+    }
+
     #[cold]
     fn unpark(&self) {
         let mut state = self.state.lock();
@@ -102,16 +116,30 @@ impl WatcherPark {
     }
 
     /// Watcher: park while `all_asleep` holds. False once stopped.
-    fn park_while(&self, all_asleep: impl Fn() -> bool) -> bool {
+    ///
+    /// `parked` is announced before `all_asleep` is read (see the module
+    /// invariants); `models/watcher.rs` checks that, and that reading it
+    /// only before the announcement (`pool_loom_watcher_looks_first`) loses
+    /// a worker's wake.
+    pub(crate) fn park_while(&self, all_asleep: impl Fn() -> bool) -> bool {
         let mut state = self.state.lock();
+        #[cfg(pool_loom_watcher_looks_first)]
+        if !all_asleep() {
+            return !state.stopped;
+        }
         state.parked = true;
         self.parked.store(true, Ordering::SeqCst);
+        // Pairs with the fence of `worker_woke`: either the worker's read of
+        // `parked` sees it set, or this read of the counters sees the
+        // worker taken off `sleeping`.
+        fence(Ordering::SeqCst);
+        #[cfg(not(pool_loom_watcher_looks_first))]
         if !all_asleep() {
             state.parked = false;
             self.parked.store(false, Ordering::SeqCst);
         }
         while state.parked && !state.stopped {
-            self.condvar.wait(&mut state);
+            state = self.condvar.wait(state);
         }
         !state.stopped
     }
@@ -120,7 +148,7 @@ impl WatcherPark {
     fn wait(&self, tick: Duration) -> bool {
         let mut state = self.state.lock();
         if !state.stopped {
-            self.condvar.wait_for(&mut state, tick);
+            state = self.condvar.wait_for(state, tick);
         }
         !state.stopped
     }

@@ -517,7 +517,7 @@ impl WorkerThread {
             }
         }
         if slept && self.registry.stall.is_some() {
-            self.registry.sleep.watcher().needed();
+            self.registry.sleep.watcher().worker_woke();
         }
     }
 

@@ -1,6 +1,8 @@
 //! The LIFO slot taken by its owner or by the watcher (`../lifo.rs`,
 //! `../watcher.rs`): the task runs exactly once, and when the watcher takes
-//! it, its injection wakes the sleeping worker, which then finds it.
+//! it, its injection wakes the sleeping worker, which then finds it. And the
+//! watcher's parking: a worker woken from its sleep (to poll, in a pool
+//! with a stall handler) never leaves the watcher parked.
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
 use crate::latch::CoreLatch;
@@ -58,6 +60,44 @@ fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
             watcher_took_it,
             "worker 1 ended with {outcome:?}"
         );
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+#[test]
+fn a_worker_woken_from_its_sleep_finds_the_watcher_looking() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("watcher_unpark_on_wake", &N, || {
+        let sleep = Arc::new(Sleep::new(1, None, None, None));
+        after_earlier_work(&sleep);
+        let injector = Arc::new(Queue::new());
+        let latch = Arc::new(CoreLatch::new());
+        // The worker idles (perhaps to sleep) until the injected job; then it
+        // polls, and a pool with a stall handler needs the watcher looking
+        // (`WorkerThread::after_idle_step`).
+        let worker = {
+            let (sleep, injector, latch) = (sleep.clone(), injector.clone(), latch.clone());
+            thread::spawn(move || {
+                let outcome = idle_until(&sleep, 0, &latch, &[], &injector);
+                sleep.watcher().worker_woke();
+                outcome
+            })
+        };
+        // The watcher parks while every worker sleeps (`watcher::run`).
+        let watcher = {
+            let sleep = sleep.clone();
+            thread::spawn(move || {
+                if sleep.all_asleep() {
+                    assert!(sleep.watcher().park_while(|| sleep.all_asleep()));
+                }
+            })
+        };
+        injector.push();
+        sleep.new_injected_jobs(1);
+        assert_eq!(worker.join().unwrap(), Outcome::Job);
+        // The worker is active: a watcher still parked now would stay parked
+        // through its poll. Nothing else unparks it: loom reports a deadlock.
+        watcher.join().unwrap();
         assert_counters_at_rest(&sleep);
     });
 }
