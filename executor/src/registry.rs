@@ -120,14 +120,21 @@ impl Registry {
                     lifo: LifoSlot::new(),
                 })
                 .collect(),
-            sleep: Sleep::new(
-                n,
-                config
-                    .deadlock_handler
-                    .map(|handler| DeadlockDetector::new(n, handler)),
-                Some(Arc::clone(&config.io) as Arc<dyn Park>),
-                timeline.clone(),
-            ),
+            sleep: {
+                let sleep = Sleep::new(
+                    n,
+                    config
+                        .deadlock_handler
+                        .map(|handler| DeadlockDetector::new(n, handler)),
+                    Some(Arc::clone(&config.io) as Arc<dyn Park>),
+                    timeline.clone(),
+                );
+                if config.stall.is_some() {
+                    sleep.watching_wakes()
+                } else {
+                    sleep
+                }
+            },
             io: config.io,
             // Four shards per worker: outside spawns spread over them.
             tasks: OwnedTasks::new(4 * n),

@@ -38,16 +38,21 @@
 //!   park) or the worker's read of `parked` comes after the watcher's store
 //!   (it unparks the watcher): a task never sits in a LIFO slot behind a
 //!   long poll with the watcher parked.
-//! * With a stall handler, a worker that wakes from a sleep unparks the
-//!   watcher too (`WorkerThread::after_idle_step`, `worker_woke`), by the
-//!   same argument made with two seq-cst fences (the watcher's, between
-//!   announcing itself parked and reading the counters; the worker's,
-//!   before it reads `parked`): its waker took it off `sleeping` before it
-//!   woke. So no poll runs while the watcher is parked, and every poll
-//!   longer than the threshold is seen. `models/watcher.rs` checks this
-//!   form under loom, and that without the recheck after announcing the
-//!   watcher sleeps through the poll. The stall looks cost the workers nothing: they publish what they
-//!   poll in the stats line they already write (`WorkerStats::begin_poll`).
+//! * With a stall handler, every wake of a sleeping worker unparks the
+//!   watcher too (`Sleep::watching_wakes`, `worker_woke`): the waker does
+//!   it after it took the worker off `sleeping`, and so does a worker that
+//!   took itself off (woken by the I/O driver, or backing out of its sleep
+//!   on the final injector check). The argument is the LIFO put's, made with
+//!   two seq-cst fences: the watcher's, between announcing itself parked
+//!   and reading the counters, and the unparker's, between its decrement of
+//!   `sleeping` and its read of `parked`. So no poll runs while the watcher
+//!   is parked, and every poll longer than the threshold is seen. The
+//!   unpark is not urgent: the watcher's first look comes after `MAX_TICK`
+//!   (a stall is at least that long), so a worker woken for a short task
+//!   costs the watcher one look, not a burst of fast ticks.
+//!   `models/watcher.rs` checks this under loom (the model found the
+//!   backing-out path), and that a watcher reading the counters before it
+//!   announces itself sleeps through the poll.
 
 use crate::registry::Registry;
 use crate::sync::{fence, AtomicBool, Condvar, Mutex, Ordering};
@@ -68,6 +73,10 @@ const BACKOFF: u32 = 4;
 struct WatchState {
     parked: bool,
     stopped: bool,
+    /// Set by the unpark of a LIFO put, which may need a rescue soon (first
+    /// look after `MIN_TICK`); a woken worker's unpark, for the stall
+    /// detector, only needs a look within `MAX_TICK`.
+    urgent: bool,
 }
 
 /// Where the watcher waits: for its next look, or while the pool sleeps.
@@ -90,42 +99,48 @@ impl WatcherPark {
     pub(crate) fn needed(&self) {
         // SeqCst: see the module invariant.
         if self.parked.load(Ordering::SeqCst) {
-            self.unpark();
+            self.unpark(true);
         }
     }
 
-    /// A worker that just woke from a sleep has a poll to watch (a pool
-    /// with a stall handler): unpark the watcher if it is parked. The fence
-    /// pairs with the one in `park_while` (see the module invariants); it
-    /// costs nothing next to the sleep this follows, and it is the form of
-    /// the argument that loom can check (`models/watcher.rs`: loom treats
-    /// seq-cst loads and stores as acquire/release, seq-cst fences exactly).
+    /// A sleeping worker was just woken (by this thread, the waker, or by
+    /// the I/O driver), in a pool with a stall handler: it is about to poll,
+    /// so unpark the watcher if it is parked. The fence pairs with the one
+    /// in `park_while` (see the module invariants); it costs nothing next
+    /// to the wake this follows, and it is the form of the argument that
+    /// loom can check (`models/watcher.rs`: loom treats seq-cst loads and
+    /// stores as acquire/release, seq-cst fences exactly).
     pub(crate) fn worker_woke(&self) {
         fence(Ordering::SeqCst);
-        self.needed();
+        if self.parked.load(Ordering::SeqCst) {
+            self.unpark(false);
+        }
     }
 
     #[cold]
-    fn unpark(&self) {
+    fn unpark(&self, urgent: bool) {
         let mut state = self.state.lock();
         if state.parked {
             state.parked = false;
+            state.urgent = urgent;
             self.parked.store(false, Ordering::SeqCst);
             self.condvar.notify_one();
         }
     }
 
-    /// Watcher: park while `all_asleep` holds. False once stopped.
+    /// Watcher: park while `all_asleep` holds. `None` once stopped, else
+    /// whether the unpark was urgent (a LIFO put) or there was none.
     ///
     /// `parked` is announced before `all_asleep` is read (see the module
     /// invariants); `models/watcher.rs` checks that, and that reading it
     /// only before the announcement (`pool_loom_watcher_looks_first`) loses
     /// a worker's wake.
-    pub(crate) fn park_while(&self, all_asleep: impl Fn() -> bool) -> bool {
+    pub(crate) fn park_while(&self, all_asleep: impl Fn() -> bool) -> Option<bool> {
         let mut state = self.state.lock();
+        state.urgent = true;
         #[cfg(pool_loom_watcher_looks_first)]
         if !all_asleep() {
-            return !state.stopped;
+            return (!state.stopped).then_some(true);
         }
         state.parked = true;
         self.parked.store(true, Ordering::SeqCst);
@@ -141,7 +156,7 @@ impl WatcherPark {
         while state.parked && !state.stopped {
             state = self.condvar.wait(state);
         }
-        !state.stopped
+        (!state.stopped).then_some(state.urgent)
     }
 
     /// Watcher: wait `tick`. False once stopped.
@@ -185,11 +200,13 @@ pub(crate) fn run(registry: Arc<Registry>) {
     loop {
         if all_asleep() {
             clock.withdraw();
-            if !watch.park_while(all_asleep) {
+            let Some(urgent) = watch.park_while(all_asleep) else {
                 return;
-            }
+            };
             last = polls_now();
-            tick = MIN_TICK;
+            // A LIFO put may need a rescue soon; a worker woken for the
+            // stall detector needs a look within the slowest tick.
+            tick = if urgent { MIN_TICK } else { MAX_TICK };
             if let Some(stalls) = &mut stalls {
                 stalls.reset();
             }

@@ -116,9 +116,6 @@ pub(crate) struct WorkerThread {
     /// other work for it, so that an untraced pool pays one predictable
     /// branch on a field of its own stack.
     traced: bool,
-    /// The pool is traced or has a stall handler: the idle loop then notes
-    /// its sleeps (`after_idle_step`).
-    observed: bool,
 }
 
 impl WorkerThread {
@@ -501,11 +498,7 @@ impl WorkerThread {
                 .any(|w| !w.stealer.is_empty() || !w.job_stealer.is_empty())
     }
 
-    /// After getting sleepy or trying to sleep: record it on the timeline,
-    /// and, if this worker did sleep and the pool has a stall handler, make
-    /// sure the watcher is looking (it parks while every worker sleeps; the
-    /// argument of `watcher.rs` for a LIFO put holds for this wake too: the
-    /// waker took this worker off `sleeping` before it woke).
+    /// After getting sleepy or trying to sleep: record it on the timeline.
     #[cold]
     fn after_idle_step(&self, step: IdleStep, start: u64, sleeps_before: u64) {
         let slept = self.stats().sleeps.load(Ordering::Relaxed) != sleeps_before;
@@ -515,9 +508,6 @@ impl WorkerThread {
                 _ if slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
                 _ => {}
             }
-        }
-        if slept && self.registry.stall.is_some() {
-            self.registry.sleep.watcher().worker_woke();
         }
     }
 
@@ -581,7 +571,7 @@ impl WorkerThread {
                     continue;
                 }
                 let mut wakers = self.io_wakers.take();
-                let observed = self.observed.then(|| {
+                let observed = self.traced.then(|| {
                     let sleeps = self.stats().sleeps.load(Ordering::Relaxed);
                     (idle_state.next_step(), self.trace_now(), sleeps)
                 });
@@ -642,7 +632,6 @@ pub(crate) fn main_loop(
         ran_jobs: Cell::new(false),
         ids: Cell::new((0, 0)),
         traced: registry.timeline.is_some(),
-        observed: registry.timeline.is_some() || registry.stall.is_some(),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));

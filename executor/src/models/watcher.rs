@@ -68,30 +68,29 @@ fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
 fn a_worker_woken_from_its_sleep_finds_the_watcher_looking() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("watcher_unpark_on_wake", &N, || {
-        let sleep = Arc::new(Sleep::new(1, None, None, None));
+        // A pool with a stall handler: a wake of a sleeping worker unparks
+        // the watcher (`Sleep::watching_wakes`).
+        let sleep = Arc::new(Sleep::new(1, None, None, None).watching_wakes());
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let latch = Arc::new(CoreLatch::new());
         // The worker idles (perhaps to sleep) until the injected job; then it
-        // polls, and a pool with a stall handler needs the watcher looking
-        // (`WorkerThread::after_idle_step`).
+        // polls, and needs the watcher looking.
         let worker = {
             let (sleep, injector, latch) = (sleep.clone(), injector.clone(), latch.clone());
-            thread::spawn(move || {
-                let outcome = idle_until(&sleep, 0, &latch, &[], &injector);
-                sleep.watcher().worker_woke();
-                outcome
-            })
+            thread::spawn(move || idle_until(&sleep, 0, &latch, &[], &injector))
         };
         // The watcher parks while every worker sleeps (`watcher::run`).
         let watcher = {
             let sleep = sleep.clone();
             thread::spawn(move || {
                 if sleep.all_asleep() {
-                    assert!(sleep.watcher().park_while(|| sleep.all_asleep()));
+                    assert!(sleep.watcher().park_while(|| sleep.all_asleep()).is_some());
                 }
             })
         };
+        // The poster: its wake of the sleeper, if it sleeps, unparks the
+        // watcher too.
         injector.push();
         sleep.new_injected_jobs(1);
         assert_eq!(worker.join().unwrap(), Outcome::Job);

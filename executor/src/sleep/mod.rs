@@ -251,6 +251,10 @@ pub(crate) struct Sleep {
     /// The workers' timeline, when the pool is traced: a waker notes itself
     /// in the woken worker's lane (`trace/timeline.rs`).
     timeline: Option<Arc<Timeline>>,
+    /// The pool has a stall handler: every wake of a sleeping worker also
+    /// makes sure the watcher is looking (`WatcherPark::worker_woke`), since
+    /// the woken worker is about to poll.
+    watch_wakes: bool,
 }
 
 impl Sleep {
@@ -271,6 +275,22 @@ impl Sleep {
             watcher: WatcherPark::default(),
             driver_enabled: AtomicBool::new(false),
             timeline,
+            watch_wakes: false,
+        }
+    }
+
+    /// Have every wake of a sleeping worker unpark the watcher (a pool with
+    /// a stall handler; see `watch_wakes`).
+    pub(crate) fn watching_wakes(mut self) -> Sleep {
+        self.watch_wakes = true;
+        self
+    }
+
+    /// A sleeping worker was just woken (by this thread, or by the driver).
+    #[inline]
+    fn worker_woken(&self) {
+        if self.watch_wakes {
+            self.watcher.worker_woke();
         }
     }
 
@@ -467,6 +487,10 @@ impl Sleep {
         // poster is an awake worker that will run them itself.
         if has_injected_jobs() {
             self.sleeper_left();
+            // It was counted sleeping for a moment: a watcher that saw every
+            // worker asleep then may have parked, and this worker is about
+            // to poll (found by `models/watcher.rs`).
+            self.worker_woken();
         } else {
             stats.bump_owned(|s| &s.sleeps, 1);
             let deadlock = self
@@ -497,6 +521,7 @@ impl Sleep {
                         // The driver woke this worker: count it as a wakeup,
                         // so that `sleeps - wakeups` stays the sleepers.
                         stats.bump_owned(|s| &s.wakeups, 1);
+                        self.worker_woken();
                     });
                     driver.release();
                 }
@@ -597,11 +622,17 @@ impl Sleep {
     }
 
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
-        self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
+        let woke = self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
             self.sleeper_left();
             if let Some(timeline) = &self.timeline {
                 timeline.waking(index);
             }
-        })
+        });
+        // After the sleeper's lock is released: the watcher's unpark takes
+        // the watcher's own lock.
+        if woke {
+            self.worker_woken();
+        }
+        woke
     }
 }
