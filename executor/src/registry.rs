@@ -233,6 +233,7 @@ impl Registry {
     /// Make a task of `future` whose runnable goes to `schedule`, register
     /// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
     /// so it costs the task no bytes.
+    #[inline]
     fn spawn_with<F, S>(
         self: &Arc<Self>,
         future: F,

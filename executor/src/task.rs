@@ -84,6 +84,7 @@ pub(crate) struct TaskHeader {
 }
 
 impl TaskHeader {
+    #[inline]
     pub(crate) fn new(
         registry: Arc<Registry>,
         id: TaskId,

@@ -75,17 +75,20 @@ impl TaskId {
         TaskId::checked(next)
     }
 
+    #[inline]
     fn checked(n: u64) -> TaskId {
         TaskId(NonZeroU64::new(n).expect("task ids start at 1 and do not wrap"))
     }
 
     /// The id as a number (never 0).
+    #[inline]
     pub(crate) fn as_u64(self) -> u64 {
         self.0.get()
     }
 
     /// The id whose number is `n`, if `n` is not 0 (a worker's "running
     /// nothing").
+    #[inline]
     pub(crate) fn from_u64(n: u64) -> Option<TaskId> {
         NonZeroU64::new(n).map(TaskId)
     }
@@ -169,7 +172,7 @@ pub(crate) struct CoarseClock {
 
 impl CoarseClock {
     /// `coarse_ticks`, at most one watcher look (1 ms) old.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn now(&self) -> u32 {
         // Relaxed: a statistic (see the module invariants).
         let word = self.word.load(Ordering::Relaxed);
