@@ -209,23 +209,19 @@ pub fn render(trace: &str, view: &View) -> Result<String, String> {
     // Legend.
     let mut lx = LEFT;
     let ly = axis_y + 40.0;
-    for &(_, colour, text, _, _) in SPANS {
+    // Spans get a square swatch, ticks a thin one.
+    let swatches = SPANS
+        .iter()
+        .map(|&(_, colour, text, _, _)| (colour, text, 12.0))
+        .chain(TICKS.iter().map(|&(_, colour, text)| (colour, text, 3.0)));
+    for (colour, text, width) in swatches {
         let _ = writeln!(
             svg,
-            r#"<rect x="{lx:.0}" y="{:.0}" width="12" height="12" fill="{colour}"/><text x="{:.0}" y="{ly:.0}">{text}</text>"#,
+            r#"<rect x="{lx:.0}" y="{:.0}" width="{width}" height="12" fill="{colour}"/><text x="{:.0}" y="{ly:.0}">{text}</text>"#,
             ly - 10.0,
-            lx + 16.0
+            lx + width + 4.0
         );
-        lx += 30.0 + 6.5 * text.len() as f64;
-    }
-    for &(_, colour, text) in TICKS {
-        let _ = writeln!(
-            svg,
-            r#"<rect x="{lx:.0}" y="{:.0}" width="3" height="12" fill="{colour}"/><text x="{:.0}" y="{ly:.0}">{text}</text>"#,
-            ly - 10.0,
-            lx + 8.0
-        );
-        lx += 22.0 + 6.5 * text.len() as f64;
+        lx += width + 18.0 + 6.5 * text.len() as f64;
     }
     let _ = writeln!(
         svg,

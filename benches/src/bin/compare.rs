@@ -517,34 +517,31 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
 /// handler (`Builder::on_stall`), beside the plain pool, for the cost goals
 /// of seeing inside.
 fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
+    // `both!(|E| sample)`: the sample taken on each variant, as `E`.
     macro_rules! both {
-        ($run:ident $(, $arg:expr)*) => {
+        (|$e:ident| $sample:expr) => {
             vec![
                 (
                     PoolTraced::NAME,
-                    Box::new(move || $run::<PoolTraced>(workers $(, $arg)*)) as Box<dyn Fn() -> Sample>,
+                    Box::new(move || {
+                        type $e = PoolTraced;
+                        $sample
+                    }) as Box<dyn Fn() -> Sample>,
                 ),
                 (
                     PoolStall::NAME,
-                    Box::new(move || $run::<PoolStall>(workers $(, $arg)*)),
+                    Box::new(move || {
+                        type $e = PoolStall;
+                        $sample
+                    }),
                 ),
             ]
         };
     }
     macro_rules! timed_both {
-        ($f:ident) => {{
-            let v: Vec<Contender> = vec![
-                (
-                    PoolTraced::NAME,
-                    Box::new(move || timed::<PoolTraced>(workers, name, w::$f::<PoolTraced>)),
-                ),
-                (
-                    PoolStall::NAME,
-                    Box::new(move || timed::<PoolStall>(workers, name, w::$f::<PoolStall>)),
-                ),
-            ];
-            v
-        }};
+        ($f:ident) => {
+            both!(|E| timed::<E>(workers, name, w::$f::<E>))
+        };
     }
     match name {
         "spawn_many_local" => timed_both!(spawn_many_local),
@@ -555,12 +552,12 @@ fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
         "fork_join" => timed_both!(fork_join),
         "task_tree" => timed_both!(task_tree),
         "bursty" => timed_both!(bursty),
-        "idle_cpu" => both!(idle),
-        "sparse_wake" => both!(sparse, 1),
-        "sparse_wake_50" => both!(sparse, 50),
-        "long_poll_spawn" => both!(long_poll, w::LongPoll::Spawn),
-        "long_poll_wake" => both!(long_poll, w::LongPoll::Wake),
-        "long_poll_yield" => both!(long_poll, w::LongPoll::Yield),
+        "idle_cpu" => both!(|E| idle::<E>(workers)),
+        "sparse_wake" => both!(|E| sparse::<E>(workers, 1)),
+        "sparse_wake_50" => both!(|E| sparse::<E>(workers, 50)),
+        "long_poll_spawn" => both!(|E| long_poll::<E>(workers, w::LongPoll::Spawn)),
+        "long_poll_wake" => both!(|E| long_poll::<E>(workers, w::LongPoll::Wake)),
+        "long_poll_yield" => both!(|E| long_poll::<E>(workers, w::LongPoll::Yield)),
         _ => Vec::new(),
     }
 }
