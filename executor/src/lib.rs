@@ -43,6 +43,15 @@
 //! }
 //! ```
 //!
+//! # Seeing inside
+//!
+//! Every task has a [`TaskId`] ([`JoinHandle::id`], [`task_id`]) and
+//! remembers where it was spawned. [`Pool::tasks`] lists the live tasks
+//! (format them with [`TaskDump`]), [`Builder::on_stall`] reports polls
+//! that hog a worker while they run, and [`Builder::trace`] (or
+//! `POOL_TRACE=path` for the global pool) records each worker's timeline as
+//! Chrome trace JSON, which Perfetto opens.
+//!
 //! # How it works
 //!
 //! `docs/ARCHITECTURE.md` follows a task from `spawn` to `poll`, and

@@ -239,7 +239,7 @@ impl Pool {
     }
 
     /// Every live task of the pool, now: its id, where it was spawned, what
-    /// it is doing, its polls and age (see [`TaskInfo`]), ordered by id.
+    /// it is doing, its polls and age (see [`TaskInfo`](crate::TaskInfo)), ordered by id.
     /// Finished and aborted tasks are gone from it; `spawn_blocking`
     /// closures are not listed. [`TaskDump`](crate::TaskDump) formats it for
     /// a log.
