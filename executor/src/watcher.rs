@@ -92,9 +92,9 @@ pub(crate) struct WatcherPark {
 }
 
 impl WatcherPark {
-    /// A worker has something to watch: it just put a task into its LIFO
-    /// slot, or (in a pool with a stall handler) it woke up to poll. Unpark
-    /// the watcher if it is parked.
+    /// A worker just put a task into its LIFO slot, which may need a rescue
+    /// soon: unpark the watcher if it is parked (urgently: its first look
+    /// comes after `MIN_TICK`).
     #[inline]
     pub(crate) fn needed(&self) {
         // SeqCst: see the module invariant.
