@@ -211,3 +211,73 @@ fn destructors_and_hooks_that_panic() {
         }
     });
 }
+
+/// The live-task dump reads task headers through the registry's wakers
+/// (`task::header_of`, unsafe) while tasks are spawned, polled, finished
+/// and aborted on the workers; a traced pool with a stall handler records
+/// and writes its timeline meanwhile. Under valgrind, a header read after
+/// its task was freed is an error that fails the check.
+#[test]
+fn dumps_during_churn_in_a_traced_pool_with_a_stall_handler() {
+    watchdog("leaks: dump during churn", LIMIT_SECS, || {
+        let path =
+            std::env::temp_dir().join(format!("pool-leaks-trace-{}.json", std::process::id()));
+        let pool = Builder::new()
+            .worker_threads(2)
+            .trace(&path)
+            .on_stall(std::time::Duration::from_millis(1), |stall| {
+                assert!(stall.worker < 2);
+            })
+            .build()
+            .unwrap();
+        let handle = pool.handle();
+        let spawner = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for i in 0..2_000u32 {
+                if i % 16 == 0 {
+                    // Let the dumping thread in between spawns.
+                    std::thread::yield_now();
+                }
+                let h = handle.spawn(async move {
+                    for _ in 0..(i % 4) {
+                        pool::yield_now().await;
+                    }
+                    i
+                });
+                if i % 5 == 0 {
+                    let pending = handle.spawn(std::future::pending::<()>());
+                    pending.abort();
+                    kept.push(pending);
+                }
+                drop(h);
+            }
+            kept
+        });
+        let mut dumps = 0;
+        while !spawner.is_finished() {
+            let tasks = pool.tasks();
+            let mut ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), tasks.len(), "a task listed twice");
+            assert!(tasks
+                .iter()
+                .all(|t| t.polls < 1_000 && t.spawned_at.line() > 0));
+            let _ = pool::TaskDump(&tasks).to_string();
+            dumps += 1;
+        }
+        for aborted in spawner.join().unwrap() {
+            assert!(pool.block_on(aborted).unwrap_err().is_cancelled());
+        }
+        assert!(dumps > 0, "the dump never ran during the churn");
+        tests::wait_for(
+            "every task done",
+            std::time::Duration::from_secs(120),
+            || pool.tasks().is_empty(),
+        );
+        drop(pool);
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(json.contains("\"name\":\"poll\""));
+        std::fs::remove_file(&path).unwrap();
+    });
+}
