@@ -49,7 +49,11 @@
 //!   is parked, and every poll longer than the threshold is seen. The
 //!   unpark is not urgent: the watcher's first look comes after `MAX_TICK`
 //!   (a stall is at least that long), so a worker woken for a short task
-//!   costs the watcher one look, not a burst of fast ticks.
+//!   costs the watcher one look, not a burst of fast ticks. All of it
+//!   happens in `Sleep::sleeper_left`, the one place a worker leaves
+//!   `sleeping`, sometimes under that worker's sleep lock: the watcher
+//!   never takes a sleep lock (it reads the counters), so its own lock
+//!   nests inside one without a cycle.
 //!   `models/watcher.rs` checks this under loom (the model found the
 //!   backing-out path), and that a watcher reading the counters before it
 //!   announces itself sleeps through the poll.

@@ -336,6 +336,15 @@ impl WorkerThread {
         self.lane().map_or(0, |(t, _)| t.now())
     }
 
+    /// Record an instant event (one clock reading).
+    #[inline]
+    fn trace_instant(&self, kind: Kind, arg: u64) {
+        if let Some((timeline, lane)) = self.lane() {
+            let now = timeline.now();
+            lane.record(kind, now, now, arg);
+        }
+    }
+
     /// Record an event that began at `start` (from `trace_now`) and ends now.
     #[inline]
     pub(crate) fn trace(&self, kind: Kind, start: u64, arg: u64) {
@@ -448,8 +457,7 @@ impl WorkerThread {
                         let rest = self.worker.len();
                         self.stolen.set(rest);
                         self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
-                        let now = self.trace_now();
-                        self.trace(Kind::Steal, now, (victim as u64) << 32 | (1 + rest as u64));
+                        self.trace_instant(Kind::Steal, (victim as u64) << 32 | (1 + rest as u64));
                         return Some(Work::Task(r));
                     }
                     Steal::Retry => retry = true,
@@ -467,8 +475,7 @@ impl WorkerThread {
         let r = steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))?;
         let rest = self.worker.len().saturating_sub(before);
         self.stolen.set(rest);
-        let now = self.trace_now();
-        self.trace(Kind::Injector, now, 1 + rest as u64);
+        self.trace_instant(Kind::Injector, 1 + rest as u64);
         Some(r)
     }
 
@@ -504,7 +511,8 @@ impl WorkerThread {
         let slept = self.stats().sleeps.load(Ordering::Relaxed) != sleeps_before;
         if let Some((_, lane)) = self.lane() {
             match step {
-                IdleStep::GetSleepy => self.trace(Kind::Sleepy, start, 0),
+                // An instant, at the moment it was decided.
+                IdleStep::GetSleepy => lane.record(Kind::Sleepy, start, start, 0),
                 _ if slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
                 _ => {}
             }

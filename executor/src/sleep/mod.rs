@@ -286,14 +286,6 @@ impl Sleep {
         self
     }
 
-    /// A sleeping worker was just woken (by this thread, or by the driver).
-    #[inline]
-    fn worker_woken(&self) {
-        if self.watch_wakes {
-            self.watcher.worker_woke();
-        }
-    }
-
     pub(crate) fn watcher(&self) -> &WatcherPark {
         &self.watcher
     }
@@ -310,10 +302,18 @@ impl Sleep {
         self.counters.load(Ordering::Relaxed).inactive_threads() > 0
     }
 
-    /// A worker is off the sleeping count: its waker (or itself) took it
-    /// off.
+    /// A worker is off the sleeping count: its waker (or itself: woken by
+    /// the driver, or backing out on the final injector check) took it off.
+    /// It is about to poll, so in a pool with a stall handler this is also
+    /// where the watcher is unparked (`WatcherPark::worker_woke`: after the
+    /// decrement, behind its fence). Every path off `sleeping` comes through
+    /// here: `models/watcher.rs` found the backing-out one missing when the
+    /// unpark lived at the wake sites.
     fn sleeper_left(&self) {
         self.counters.sub_sleeping_thread();
+        if self.watch_wakes {
+            self.watcher.worker_woke();
+        }
     }
 
     /// The pool registered its first socket or timer: from now on one
@@ -487,10 +487,6 @@ impl Sleep {
         // poster is an awake worker that will run them itself.
         if has_injected_jobs() {
             self.sleeper_left();
-            // It was counted sleeping for a moment: a watcher that saw every
-            // worker asleep then may have parked, and this worker is about
-            // to poll (found by `models/watcher.rs`).
-            self.worker_woken();
         } else {
             stats.bump_owned(|s| &s.sleeps, 1);
             let deadlock = self
@@ -521,7 +517,6 @@ impl Sleep {
                         // The driver woke this worker: count it as a wakeup,
                         // so that `sleeps - wakeups` stays the sleepers.
                         stats.bump_owned(|s| &s.wakeups, 1);
-                        self.worker_woken();
                     });
                     driver.release();
                 }
@@ -622,17 +617,11 @@ impl Sleep {
     }
 
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
-        let woke = self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
+        self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
             self.sleeper_left();
             if let Some(timeline) = &self.timeline {
                 timeline.waking(index);
             }
-        });
-        // After the sleeper's lock is released: the watcher's unpark takes
-        // the watcher's own lock.
-        if woke {
-            self.worker_woken();
-        }
-        woke
+        })
     }
 }
