@@ -2,37 +2,22 @@
 //!
 //! # Invariants
 //!
-//! * Every value is checked in `build`, before any thread starts; a value out
+//! * Every value is checked in `build`, before any thread starts (the
+//!   scheduler's `Config::check`, and the stall threshold here); a value out
 //!   of range is an `io::Error` of kind `InvalidInput` that names the setter
 //!   and the allowed range.
-//! * `build` either returns a pool whose every worker started, or an error
-//!   after stopping and joining the workers it had started.
+//! * `build` either returns a pool whose every thread started, or an error
+//!   after stopping and joining the threads it had started (`Pool::start`).
 
-use crate::blocking::BlockingConfig;
-use crate::counters::THREADS_MAX;
-use crate::deadlock::Handler;
-use crate::io::Driver;
 use crate::pool::Pool;
-use crate::registry::{Hook, Registry, RegistryConfig};
-use crate::trace::stall::StallConfig;
+use crate::scheduler::{invalid_input, Config};
+use crate::trace::stall::{StallConfig, StallWatch};
 use crate::trace::Stall;
-use crate::{watcher, worker};
-use crossbeam_deque::Worker;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
-
-/// The name workers get when [`Builder::thread_name`] is not called.
-const DEFAULT_THREAD_NAME: &str = "pool-worker";
-
-/// The default cap on blocking threads.
-const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
-
-/// How long a blocking thread waits for work before it exits, by default.
-const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// The shortest stall threshold: the watcher's slowest look is 1 ms apart.
 const MIN_STALL_THRESHOLD: Duration = Duration::from_millis(1);
@@ -54,16 +39,11 @@ const MIN_STALL_THRESHOLD: Duration = Duration::from_millis(1);
 /// ```
 #[must_use = "a Builder does nothing until build() is called"]
 pub struct Builder {
-    worker_threads: Option<usize>,
-    thread_name: String,
-    stack_size: Option<usize>,
-    on_thread_start: Option<Hook>,
-    on_thread_stop: Option<Hook>,
-    deadlock_handler: Option<Handler>,
-    max_blocking_threads: usize,
-    blocking_keep_alive: Duration,
+    /// Every setting the scheduler takes.
+    config: Config,
+    /// `on_stall`: the stall detector's, turned into the watcher's `Look`
+    /// by `build`.
     stall: Option<StallConfig>,
-    trace: Option<PathBuf>,
 }
 
 impl Builder {
@@ -77,16 +57,8 @@ impl Builder {
     /// ```
     pub fn new() -> Builder {
         Builder {
-            worker_threads: None,
-            thread_name: DEFAULT_THREAD_NAME.to_string(),
-            stack_size: None,
-            on_thread_start: None,
-            on_thread_stop: None,
-            deadlock_handler: None,
-            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
-            blocking_keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+            config: Config::new(),
             stall: None,
-            trace: None,
         }
     }
 
@@ -105,7 +77,7 @@ impl Builder {
     /// assert_eq!(pool.worker_threads(), 3);
     /// ```
     pub fn worker_threads(mut self, n: usize) -> Builder {
-        self.worker_threads = Some(n);
+        self.config.worker_threads = Some(n);
         self
     }
 
@@ -121,7 +93,7 @@ impl Builder {
     /// assert_eq!(name.unwrap(), "db-0");
     /// ```
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
-        self.thread_name = name.into();
+        self.config.blocking.thread_name = name.into();
         self
     }
 
@@ -138,7 +110,7 @@ impl Builder {
     /// assert_eq!(pool.block_on(pool.spawn(async { 1 })).unwrap(), 1);
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Builder {
-        self.stack_size = Some(bytes);
+        self.config.stack_size = Some(bytes);
         self
     }
 
@@ -162,7 +134,7 @@ impl Builder {
     /// assert_eq!(started.load(Ordering::SeqCst), 2);
     /// ```
     pub fn on_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
-        self.on_thread_start = Some(Arc::new(f));
+        self.config.on_thread_start = Some(Arc::new(f));
         self
     }
 
@@ -186,7 +158,7 @@ impl Builder {
     /// assert_eq!(stopped.load(Ordering::SeqCst), 2);
     /// ```
     pub fn on_thread_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
-        self.on_thread_stop = Some(Arc::new(f));
+        self.config.on_thread_stop = Some(Arc::new(f));
         self
     }
 
@@ -226,7 +198,7 @@ impl Builder {
     /// assert_eq!(pool.metrics().deadlocks, 1);
     /// ```
     pub fn deadlock_handler(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
-        self.deadlock_handler = Some(Arc::new(f));
+        self.config.deadlock_handler = Some(Arc::new(f));
         self
     }
 
@@ -244,7 +216,7 @@ impl Builder {
     /// assert!(pool.metrics().blocking_threads <= 4);
     /// ```
     pub fn max_blocking_threads(mut self, n: usize) -> Builder {
-        self.max_blocking_threads = n;
+        self.config.blocking.max_threads = n;
         self
     }
 
@@ -263,7 +235,7 @@ impl Builder {
     /// pool.block_on(pool.spawn_blocking(|| ())).unwrap();
     /// ```
     pub fn blocking_keep_alive(mut self, idle: Duration) -> Builder {
-        self.blocking_keep_alive = idle;
+        self.config.blocking.keep_alive = idle;
         self
     }
 
@@ -340,7 +312,7 @@ impl Builder {
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Builder {
-        self.trace = Some(path.into());
+        self.config.trace = Some(path.into());
         self
     }
 
@@ -360,22 +332,8 @@ impl Builder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn build(self) -> io::Result<Pool> {
-        let workers = match self.worker_threads {
-            Some(n) => n,
-            None => thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        if workers == 0 || workers > THREADS_MAX {
-            return Err(invalid_input(format!(
-                "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
-            )));
-        }
-        if self.max_blocking_threads == 0 {
-            return Err(invalid_input(
-                "max_blocking_threads must be at least 1 (spawn_blocking needs a thread), got 0"
-                    .to_string(),
-            ));
-        }
-        if let Some(stall) = &self.stall {
+        let Builder { mut config, stall } = self;
+        if let Some(stall) = stall {
             if stall.threshold < MIN_STALL_THRESHOLD {
                 return Err(invalid_input(format!(
                     "on_stall threshold must be at least {MIN_STALL_THRESHOLD:?} (the watcher \
@@ -383,85 +341,9 @@ impl Builder {
                     stall.threshold
                 )));
             }
+            config.look = Some(Box::new(StallWatch::new(stall)));
         }
-        if let Some(path) = &self.trace {
-            if path.as_os_str().is_empty() {
-                return Err(invalid_input(
-                    "trace path must name a file to write the timeline to, got an empty path"
-                        .to_string(),
-                ));
-            }
-            if let Err(e) = std::fs::File::create(path) {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("trace: cannot create {}: {e}", path.display()),
-                ));
-            }
-        }
-        if self.stack_size == Some(0) {
-            return Err(invalid_input(
-                "stack_size must be at least 1 byte (the OS rounds it up to its minimum), got 0"
-                    .to_string(),
-            ));
-        }
-
-        let deques: Vec<(Worker<_>, Worker<_>)> = (0..workers)
-            .map(|_| (Worker::new_fifo(), Worker::new_lifo()))
-            .collect();
-        let registry = Arc::new(Registry::new(
-            deques
-                .iter()
-                .map(|(tasks, jobs)| (tasks.stealer(), jobs.stealer()))
-                .collect(),
-            RegistryConfig {
-                on_thread_start: self.on_thread_start,
-                on_thread_stop: self.on_thread_stop,
-                deadlock_handler: self.deadlock_handler,
-                blocking: BlockingConfig {
-                    max_threads: self.max_blocking_threads,
-                    keep_alive: self.blocking_keep_alive,
-                    thread_name: self.thread_name.clone(),
-                    stack_size: self.stack_size,
-                },
-                io: Arc::new(Driver::new()?),
-                stall: self.stall,
-                trace: self.trace,
-            },
-        ));
-        let mut threads = Vec::with_capacity(workers);
-        for (index, (deque, jobs)) in deques.into_iter().enumerate() {
-            let mut builder = thread::Builder::new().name(format!("{}-{index}", self.thread_name));
-            if let Some(bytes) = self.stack_size {
-                builder = builder.stack_size(bytes);
-            }
-            let r = Arc::clone(&registry);
-            match builder.spawn(move || worker::main_loop(r, index, deque, jobs)) {
-                Ok(t) => threads.push(t),
-                Err(e) => {
-                    registry.terminate();
-                    for t in threads {
-                        let _ = t.join();
-                    }
-                    registry.drop_unfinished_tasks();
-                    return Err(e);
-                }
-            }
-        }
-        let r = Arc::clone(&registry);
-        let watcher = thread::Builder::new()
-            .name(format!("{}-watcher", self.thread_name))
-            .spawn(move || watcher::run(r));
-        match watcher {
-            Ok(watcher) => Ok(Pool::from_parts(registry, threads, watcher)),
-            Err(e) => {
-                registry.terminate();
-                for t in threads {
-                    let _ = t.join();
-                }
-                registry.drop_unfinished_tasks();
-                Err(e)
-            }
-        }
+        Pool::start(config)
     }
 }
 
@@ -473,21 +355,18 @@ impl Default for Builder {
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
         f.debug_struct("Builder")
-            .field("worker_threads", &self.worker_threads)
-            .field("thread_name", &self.thread_name)
-            .field("stack_size", &self.stack_size)
-            .field("on_thread_start", &self.on_thread_start.is_some())
-            .field("on_thread_stop", &self.on_thread_stop.is_some())
-            .field("deadlock_handler", &self.deadlock_handler.is_some())
-            .field("max_blocking_threads", &self.max_blocking_threads)
-            .field("blocking_keep_alive", &self.blocking_keep_alive)
+            .field("worker_threads", &c.worker_threads)
+            .field("thread_name", &c.thread_name())
+            .field("stack_size", &c.stack_size)
+            .field("on_thread_start", &c.on_thread_start.is_some())
+            .field("on_thread_stop", &c.on_thread_stop.is_some())
+            .field("deadlock_handler", &c.deadlock_handler.is_some())
+            .field("max_blocking_threads", &c.blocking.max_threads)
+            .field("blocking_keep_alive", &c.blocking.keep_alive)
             .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
-            .field("trace", &self.trace)
+            .field("trace", &c.trace)
             .finish()
     }
-}
-
-fn invalid_input(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, message)
 }

@@ -4,9 +4,11 @@
 //! Tasks are [`async_task`] runnables. Each worker owns a FIFO
 //! `crossbeam_deque::Worker`; the others steal from it, and threads outside
 //! the pool push into a global injector. Idle workers search for a while,
-//! announce themselves sleepy, search once more and sleep on their own
-//! condvar; a new task wakes a sleeper only when no awake worker is idle, and
-//! at most one per task. An idle pool costs no CPU.
+//! announce themselves sleepy, search once more and sleep: each on its own
+//! condvar, except one, once the pool has used a socket or a timer, which
+//! sleeps in the pool's I/O driver (`epoll_wait` until readiness, the next
+//! timer or a wake). A new task wakes a sleeper only when no awake worker is
+//! idle, and at most one per task. An idle pool costs no CPU.
 //!
 //! ```
 //! let pool = pool::Pool::new().unwrap();
@@ -54,46 +56,51 @@
 //!
 //! # How it works
 //!
-//! `docs/ARCHITECTURE.md` follows a task from `spawn` to `poll`, and
-//! `executor/src/sleep/README.md` states the sleep protocol and why it never
-//! loses a wakeup.
+//! `docs/ARCHITECTURE.md` draws the crate's floors and follows a task from
+//! `spawn` to `poll`, and `executor/src/sleep/README.md` states the sleep
+//! protocol and why it never loses a wakeup.
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 
-mod block_on;
-mod blocking;
-mod builder;
-mod counters;
-mod deadlock;
-#[cfg(feature = "hyper")]
-pub mod hyper;
+// The floors, lowest first (`docs/ARCHITECTURE.md`; a file imports only
+// its own floor and the floors below it, which `tests/tests/layering.rs`
+// checks).
+//
+// 0. Leaves, which import nothing of the crate.
+mod sync;
+mod unwind;
+// 1. The sleep protocol.
+mod sleep;
+// 2. Tasks.
+mod task;
+// 3. The scheduler, and the context of the current thread.
+mod context;
+mod scheduler;
+// 4. I/O, fork-join, seeing inside.
 mod io;
 mod join;
-mod latch;
-mod lifo;
-mod metrics;
-pub mod net;
-mod owned;
-mod pool;
-mod registry;
-mod sleep;
-mod sync;
-mod task;
-pub mod time;
 mod trace;
-mod watcher;
-mod worker;
+// 5. The public API.
+mod builder;
+mod handle;
+#[cfg(feature = "hyper")]
+pub mod hyper;
+pub mod net;
+mod pool;
+pub mod time;
 
 #[cfg(all(test, loom))]
 mod models;
 
 pub use builder::Builder;
+pub use context::task_id;
+pub use handle::Handle;
 pub use join::{join, scope, Scope};
-pub use metrics::Metrics;
-pub use pool::{Handle, Pool};
+pub use pool::Pool;
 pub use pool_macros::{main, test};
-pub use task::{JoinError, JoinHandle};
-pub use trace::{task_id, Stall, TaskDump, TaskId, TaskInfo, TaskState};
+pub use scheduler::Metrics;
+pub use task::{JoinError, JoinHandle, TaskId};
+pub use trace::{Stall, TaskDump, TaskInfo, TaskState};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -120,7 +127,7 @@ where
     F::Output: Send + 'static,
 {
     let at = std::panic::Location::caller();
-    pool::with_current(|registry| registry.spawn(future, at))
+    context::with_current(|registry| registry.spawn(future, at))
 }
 
 /// Run `future` on the calling thread until it completes.
@@ -139,7 +146,7 @@ where
 /// assert_eq!(v, 3);
 /// ```
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    block_on::block_on(future)
+    scheduler::block_on::block_on(future)
 }
 
 /// Run a blocking closure on the current pool's blocking threads, never on
@@ -181,7 +188,7 @@ where
     R: Send + 'static,
 {
     let at = std::panic::Location::caller();
-    pool::with_current(|registry| registry.spawn_blocking(f, at))
+    context::with_current(|registry| registry.spawn_blocking(f, at))
 }
 
 /// Tell the pool that this worker thread is about to block in user code
@@ -213,8 +220,8 @@ where
 /// assert_eq!(pool.block_on(waiter).unwrap(), 3);
 /// ```
 pub fn mark_blocked() {
-    deadlock::forbid_in_handler("mark_blocked");
-    if let Some(worker) = worker::WorkerThread::current() {
+    context::forbid_in_deadlock_handler("mark_blocked");
+    if let Some(worker) = context::worker() {
         worker.mark_blocked(true);
     }
 }
@@ -234,8 +241,8 @@ pub fn mark_blocked() {
 /// pool::mark_unblocked();
 /// ```
 pub fn mark_unblocked() {
-    deadlock::forbid_in_handler("mark_unblocked");
-    if let Some(worker) = worker::WorkerThread::current() {
+    context::forbid_in_deadlock_handler("mark_unblocked");
+    if let Some(worker) = context::worker() {
         worker.mark_blocked(false);
     }
 }

@@ -3,9 +3,11 @@
 //!
 //! Nothing here runs on a thread of its own. A worker *holds* the driver
 //! (`try_acquire` .. `release`) to poll it: a busy worker without blocking
-//! every `DRIVER_INTERVAL` searches (`worker.rs`), and the sleeper that
-//! blocks in it (`sleep/mod.rs`, through [`Park`]) until an I/O event, the
-//! next timer deadline or `unpark`. Readiness goes to the sources'
+//! every `DRIVER_INTERVAL` searches (`scheduler/worker/search.rs`, through
+//! [`IoDriver`]), and the sleeper that blocks in it (`sleep/mod.rs`,
+//! through [`Park`]) until an I/O event, the next timer deadline or
+//! `unpark`. The scheduler, a floor below, names this type through its
+//! driver binding (`scheduler/driver.rs`), implemented here. Readiness goes to the sources'
 //! [`ScheduledIo`]; the wakers it satisfies are handed back to the polling
 //! worker, which schedules their tasks on its own deque.
 //!
@@ -20,8 +22,9 @@
 //!   woken with the shutdown, and new registrations are refused.
 
 use super::scheduled_io::{ScheduledIo, READABLE, WRITABLE};
+use super::timers::Timers;
+use crate::scheduler::{DriverBinding, DriverBound, IoDriver};
 use crate::sleep::Park;
-use crate::time::store::Timers;
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
@@ -72,12 +75,17 @@ pub(crate) struct Driver {
     sources: Mutex<Sources>,
     /// Registered sources, a hint for the busy workers' polls.
     num_sources: AtomicUsize,
-    pub(crate) timers: Timers,
+    pub(super) timers: Timers,
     shut_down: AtomicBool,
 }
 
-impl Driver {
-    pub(crate) fn new() -> io::Result<Driver> {
+/// The scheduler's pools are driven by this driver.
+impl DriverBinding for DriverBound {
+    type Driver = Driver;
+}
+
+impl IoDriver for Driver {
+    fn new() -> io::Result<Driver> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -96,14 +104,31 @@ impl Driver {
         })
     }
 
-    /// Is there anything a poll could find (a registered source, a pending
-    /// timer)? A hint, so that the workers of a pool without I/O never poll.
     #[inline]
-    pub(crate) fn has_interest(&self) -> bool {
+    fn has_interest(&self) -> bool {
         // Relaxed: a hint; see `Timers::is_empty`.
         self.num_sources.load(Ordering::Relaxed) != 0 || !self.timers.is_empty()
     }
 
+    fn poll_now(&self, wakers: &mut Vec<Waker>) {
+        self.poll(false, wakers);
+    }
+
+    /// Shut the driver down: wake every registered source (its waits now
+    /// fail) and every timer (it completes), and refuse new ones.
+    fn shut_down(&self, wakers: &mut Vec<Waker>) {
+        self.shut_down.store(true, Ordering::Release);
+        {
+            let sources = self.sources.lock();
+            for io in sources.slots.iter().filter_map(|s| s.io.as_ref()) {
+                io.shut_down(wakers);
+            }
+        }
+        self.timers.shut_down(wakers);
+    }
+}
+
+impl Driver {
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
     }
@@ -170,7 +195,7 @@ impl Driver {
     /// The holder: poll the OS, blocking until an event, the next timer
     /// deadline or `unpark` when `block`, else not at all. The wakers of
     /// what became ready (I/O and due timers) go into `wakers`.
-    pub(crate) fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
+    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
         debug_assert!(self.held.load(Ordering::Relaxed));
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
@@ -232,20 +257,7 @@ impl Driver {
             "pool: the I/O driver failed ({error}); this pool's sockets now return errors \
              and its timers complete at once"
         );
-        self.shut_down(wakers);
-    }
-
-    /// Shut the driver down: wake every registered source (its waits now
-    /// fail) and every timer (it completes), and refuse new ones.
-    pub(crate) fn shut_down(&self, wakers: &mut Vec<Waker>) {
-        self.shut_down.store(true, Ordering::Release);
-        {
-            let sources = self.sources.lock();
-            for io in sources.slots.iter().filter_map(|s| s.io.as_ref()) {
-                io.shut_down(wakers);
-            }
-        }
-        self.timers.shut_down(wakers);
+        IoDriver::shut_down(self, wakers);
     }
 }
 
@@ -290,7 +302,7 @@ pub(crate) fn shut_down_error() -> io::Error {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::time::store::Inserted;
+    use crate::io::timers::Inserted;
 
     #[test]
     fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {

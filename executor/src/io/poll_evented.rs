@@ -13,6 +13,7 @@
 
 use super::driver::{shut_down_error, Driver};
 use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
+use crate::context;
 use mio::event::Source;
 use mio::Token;
 use std::io;
@@ -30,7 +31,7 @@ pub(crate) struct PollEvented<S: Source> {
 impl<S: Source> PollEvented<S> {
     /// Register `source` with the current pool's driver.
     pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
-        let driver = crate::pool::with_current(|registry| Arc::clone(registry.io_driver()));
+        let driver = context::io_driver();
         let (token, io) = driver.register(&mut source)?;
         Ok(PollEvented {
             source,

@@ -1,5 +1,6 @@
 //! Jobs: the unit of fork-join work, as in Rayon. A job is a pointer and a
-//! function that runs it ([`JobRef`]), pushed on a worker's job deque.
+//! function that runs it (a `JobRef`, `scheduler/job.rs`), pushed on a
+//! worker's job deque; here are the two kinds of job behind it.
 //!
 //! # Invariants
 //!
@@ -13,41 +14,11 @@
 //! * Every job is run exactly once, and never dropped without being run: a
 //!   worker that leaves its main loop runs what is left in its job deque.
 
-use crate::join::latch::SpinLatch;
+use super::latch::SpinLatch;
+use crate::scheduler::JobRef;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-
-/// A type-erased job: `execute_fn(pointer)` runs it once.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct JobRef {
-    pointer: *const (),
-    execute_fn: unsafe fn(*const ()),
-}
-
-// SAFETY: a `JobRef` is only created for jobs whose closures and results
-// are `Send` (the bounds of `join` and `Scope::spawn`), and the job types
-// synchronize their hand-off through their latches.
-unsafe impl Send for JobRef {}
-
-impl JobRef {
-    /// Whether `self` and `other` are the same job (the same address: two
-    /// live jobs never share one).
-    pub(crate) fn is(&self, other: &JobRef) -> bool {
-        std::ptr::eq(self.pointer, other.pointer)
-    }
-
-    /// Run the job.
-    ///
-    /// # Safety
-    ///
-    /// Called once per job, while the job is alive (see the module
-    /// invariants).
-    pub(crate) unsafe fn execute(self) {
-        // SAFETY: the caller's contract.
-        unsafe { (self.execute_fn)(self.pointer) }
-    }
-}
 
 /// What a job's closure produced.
 pub(crate) enum JobResult<R> {
@@ -88,10 +59,9 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     /// `self` must not move or be dropped until the job ran (its latch is
     /// set) or the `JobRef` was popped back unrun.
     pub(crate) unsafe fn as_job_ref(&self) -> JobRef {
-        JobRef {
-            pointer: self as *const Self as *const (),
-            execute_fn: Self::execute,
-        }
+        // SAFETY: the caller keeps `self` in place until it ran or was
+        // popped back; `execute` runs it once, from any worker.
+        unsafe { JobRef::new(self as *const Self as *const (), Self::execute) }
     }
 
     /// A thief runs the job: result first, then the latch (after which the
@@ -145,10 +115,8 @@ impl<F: FnOnce() + Send> HeapJob<F> {
     /// Box `func` as a job.
     pub(crate) fn into_job_ref(func: F) -> JobRef {
         let job = Box::new(HeapJob { func });
-        JobRef {
-            pointer: Box::into_raw(job) as *const (),
-            execute_fn: Self::execute,
-        }
+        // SAFETY: the box is leaked until `execute` takes it back, once.
+        unsafe { JobRef::new(Box::into_raw(job) as *const (), Self::execute) }
     }
 
     unsafe fn execute(this: *const ()) {

@@ -13,10 +13,10 @@
 //! * A set that finds the owner SLEEPING wakes exactly that worker
 //!   (`Registry::wake_worker`).
 
-use crate::latch::CoreLatch;
-use crate::registry::Registry;
+use crate::context;
+use crate::scheduler::Registry;
+use crate::sleep::CoreLatch;
 use crate::sync::{AtomicUsize, Ordering};
-use crate::worker::WorkerThread;
 use std::sync::Arc;
 
 /// Set once, by whoever ran the stolen half of a `join` (a worker of the
@@ -43,7 +43,7 @@ impl SpinLatch {
     /// use it (or the job holding it) afterwards. Called on a worker of the
     /// owner's pool.
     pub(crate) unsafe fn set(this: *const SpinLatch) {
-        let worker = WorkerThread::current().expect("a stack job runs on a worker of its pool");
+        let worker = context::worker().expect("a stack job runs on a worker of its pool");
         // Read before the set (see the module invariants); the registry is
         // kept alive by this worker's own reference.
         let registry: &Registry = worker.registry();

@@ -23,11 +23,11 @@ mod job;
 mod latch;
 mod scope;
 
-pub(crate) use job::JobRef;
 pub use scope::Scope;
 
-use crate::registry::Registry;
-use crate::worker::WorkerThread;
+use crate::context;
+use crate::scheduler::block_on::block_on;
+use crate::scheduler::{Registry, WorkerThread};
 use job::{both, JobResult, StackJob};
 use latch::SpinLatch;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -94,12 +94,12 @@ where
     OP: FnOnce(&WorkerThread) -> R + Send,
     R: Send,
 {
-    if let Some(w) = WorkerThread::current() {
-        if crate::pool::current_is_worker_pool(w) {
+    if let Some(w) = context::worker() {
+        if context::current_is_worker_pool(w) {
             return op(w);
         }
     }
-    crate::pool::with_current(|registry| in_pool(registry, op))
+    context::with_current(|registry| in_pool(registry, op))
 }
 
 /// Run `op` on a worker of `registry`: here if this thread is one, else in
@@ -109,7 +109,7 @@ where
     OP: FnOnce(&WorkerThread) -> R + Send,
     R: Send,
 {
-    if let Some(w) = WorkerThread::current() {
+    if let Some(w) = context::worker() {
         if Arc::ptr_eq(w.registry(), registry) {
             return op(w);
         }
@@ -118,7 +118,7 @@ where
     let slot = SendPtr(&mut result as *mut Option<std::thread::Result<R>>);
     let work = move || {
         let slot = slot;
-        let w = WorkerThread::current().expect("a pool's task runs on one of its workers");
+        let w = context::worker().expect("a pool's task runs on one of its workers");
         let r = catch_unwind(AssertUnwindSafe(|| op(w)));
         // SAFETY: the caller waits below, and reads `result` only after
         // this task's handle resolved, which happens after this write.
@@ -132,7 +132,7 @@ where
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
     let handle = registry.spawn(async move { work() }, std::panic::Location::caller());
-    let outcome = crate::block_on::block_on(handle);
+    let outcome = block_on(handle);
     match result {
         Some(Ok(r)) => r,
         Some(Err(payload)) => resume_unwind(payload),

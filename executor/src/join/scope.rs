@@ -10,9 +10,11 @@
 //! * A spawn on a worker of the scope's pool goes on that worker's job
 //!   deque; from any other thread it goes into the pool as a task.
 
-use crate::join::job::HeapJob;
-use crate::join::latch::CountLatch;
-use crate::worker::WorkerThread;
+use super::job::HeapJob;
+use super::latch::CountLatch;
+use crate::context;
+use crate::scheduler::WorkerThread;
+use crate::unwind::discard;
 use std::any::Any;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -90,7 +92,7 @@ impl<'scope> Scope<'scope> {
             unsafe { CountLatch::set(&this.latch) };
         });
         let registry = self.latch.registry();
-        match WorkerThread::current() {
+        match context::worker() {
             Some(w) if Arc::ptr_eq(w.registry(), registry) => w.push_job(job),
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
@@ -110,7 +112,7 @@ impl<'scope> Scope<'scope> {
             *first = Some(payload);
         } else {
             drop(first);
-            crate::task::discard(payload);
+            discard(payload);
         }
     }
 }
@@ -135,7 +137,7 @@ where
         (Ok(r), None) => r,
         (Err(payload), later) => {
             if let Some(later) = later {
-                crate::task::discard(later);
+                discard(later);
             }
             resume_unwind(payload)
         }

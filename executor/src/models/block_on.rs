@@ -35,7 +35,7 @@ fn a_wake_racing_block_on_going_to_sleep_is_never_lost() {
             let event = event.clone();
             thread::spawn(move || event.fire())
         };
-        crate::block_on::block_on(poll_fn(|cx| {
+        crate::scheduler::block_on::block_on(poll_fn(|cx| {
             if event.done.load(Ordering::Acquire) {
                 return Poll::Ready(());
             }

@@ -1,7 +1,7 @@
 //! The packed counters: concurrent updates of one field never disturb the
 //! others.
 
-use crate::counters::{AtomicCounters, JobsEventCounter};
+use crate::sleep::counters::{AtomicCounters, JobsEventCounter};
 use crate::sync::Ordering;
 use loom::sync::Arc;
 use loom::thread;

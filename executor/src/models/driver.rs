@@ -9,7 +9,7 @@ use super::sleep::{
     after_earlier_work, assert_counters_at_rest, idle_until, idle_until_job, injected_job_model,
     shutdown_model, two_sleepers_model, Outcome, Queue,
 };
-use crate::latch::CoreLatch;
+use crate::sleep::CoreLatch;
 use crate::sleep::{Park, Sleep};
 use loom::sync::Arc;
 use loom::thread;

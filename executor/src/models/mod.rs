@@ -17,11 +17,17 @@
 //!
 //! The queues are modelled by loom atomics written with `Release` and read
 //! with `Acquire` (weaker than crossbeam's, which the protocol must not rely
-//! on), so the fences are what the models check. `--cfg
-//! pool_loom_skip_poster_fence` or `--cfg pool_loom_skip_sleeper_fence`
-//! remove one fence; `scripts/loom` then requires loom to find the lost
-//! wakeup in `injected_job_while_the_worker_falls_asleep_is_never_lost` (a
-//! loom deadlock aborts the process, so it is checked from outside).
+//! on), so the fences are what the models check. The protocol has three
+//! seq-cst fences, and `scripts/loom` checks that the models have teeth in
+//! four ways (a loom deadlock aborts the process, so each is checked from
+//! outside): `--cfg pool_loom_skip_poster_fence` or `--cfg
+//! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
+//! lost wakeup in `injected_job_while_the_worker_falls_asleep_is_never_lost`
+//! (the condvar sleeper's and the driver sleeper's); `--cfg
+//! pool_loom_skip_finder_fence` removes the finder's, and loom must find the
+//! stranded job; `--cfg pool_loom_watcher_looks_first` puts the watcher's
+//! read of the counters before it announces itself parked, and loom must
+//! find it asleep through a poll.
 
 mod block_on;
 mod counters;

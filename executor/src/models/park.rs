@@ -1,4 +1,4 @@
-//! A stand-in for the I/O driver (`crate::io::Driver`), for the models: the
+//! A stand-in for the I/O driver (`io::Driver`), for the models: the
 //! same `Park` contract over a loom lock and condvar. An unpark sets a flag
 //! the next `park` consumes (as the driver's eventfd stays readable until
 //! polled), and `deliver` stands for the OS reporting readiness: it queues

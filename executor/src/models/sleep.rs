@@ -2,8 +2,7 @@
 //! is posted, from a worker (internal job) or from outside (injected job),
 //! and while the pool shuts down.
 
-use crate::latch::CoreLatch;
-use crate::metrics::WorkerStats;
+use crate::sleep::CoreLatch;
 use crate::sleep::Sleep;
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
@@ -69,7 +68,6 @@ pub(super) fn idle_until(
     queues: &[&Queue],
     injector: &Queue,
 ) -> Outcome {
-    let stats = WorkerStats::default();
     let mut idle_state = sleep.start_looking(index, true);
     let mut wakers = Vec::new();
     while !latch.probe() {
@@ -77,13 +75,7 @@ pub(super) fn idle_until(
             sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Job;
         }
-        sleep.no_work_found(
-            &mut idle_state,
-            latch,
-            &stats,
-            || injector.has_job(),
-            &mut wakers,
-        );
+        sleep.no_work_found(&mut idle_state, latch, || injector.has_job(), &mut wakers);
         if !wakers.is_empty() {
             sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Ready;

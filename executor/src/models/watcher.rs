@@ -1,12 +1,12 @@
-//! The LIFO slot taken by its owner or by the watcher (`../lifo.rs`,
-//! `../watcher.rs`): the task runs exactly once, and when the watcher takes
+//! The LIFO slot taken by its owner or by the watcher
+//! (`../scheduler/lifo.rs`, `../scheduler/watcher.rs`): the task runs exactly once, and when the watcher takes
 //! it, its injection wakes the sleeping worker, which then finds it. And the
 //! watcher's parking: a worker woken from its sleep (to poll, in a pool
 //! with a stall handler) never leaves the watcher parked.
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
-use crate::latch::CoreLatch;
-use crate::lifo::LifoSlot;
+use crate::scheduler::lifo::LifoSlot;
+use crate::sleep::CoreLatch;
 use crate::sleep::Sleep;
 use loom::sync::Arc;
 use loom::thread;

@@ -1,9 +1,25 @@
 //! The sleep manager: when idle workers fall asleep and who wakes them.
 //!
 //! This is Rayon's protocol (RFC 0005, `rayon-core/src/sleep`), adapted to an
-//! async pool. The full description, with the proof sketch for the two
+//! async pool. The full description, with the proof sketch for its three
 //! seq-cst fences, is in `README.md` beside this file
 //! (`executor/src/sleep/README.md`); names there are names here.
+//!
+//! This is the lowest floor of the crate: nothing here imports anything
+//! outside `sleep/` but the leaf modules `sync` (the loom shim) and `unwind`.
+//! What the floors above need to know of a sleep (the I/O driver a sleeper
+//! blocks in, the timeline that notes who woke whom) comes in through the
+//! traits [`Park`] and [`WakeNote`].
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | `Sleep`: `start_looking`, `no_work_found`, `work_found`, `new_internal_jobs`, `new_injected_jobs`, `wake_specific_thread` |
+//! | `counters.rs` | `AtomicCounters`: sleeping / inactive / JEC packed in one `u64` |
+//! | `state.rs` | `SleepState`: the lock, condvar and blocked flag one thread sleeps on |
+//! | `latch.rs` | `CoreLatch` (four states) and `ThreadLatch` (a latch with its own sleep state) |
+//! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in |
+//! | `watcher_park.rs` | `WatcherPark`: where the watcher thread parks while every worker sleeps |
+//! | `deadlock.rs` | `DeadlockDetector`: active and blocked workers, the deadlock handler |
 //!
 //! # Invariants
 //!
@@ -34,19 +50,26 @@
 //!   jobs it still sees queued as one more job (`work_found`): their own
 //!   tickles may have counted on it while it was idle.
 
-use crate::counters::{AtomicCounters, JobsEventCounter};
-use crate::deadlock::DeadlockDetector;
-use crate::latch::CoreLatch;
-use crate::metrics::WorkerStats;
-use crate::sync::{fence, yield_now, AtomicBool, Condvar, Mutex, MutexGuard, Ordering};
-use crate::trace::timeline::Timeline;
-use crate::watcher::WatcherPark;
+pub(crate) mod counters;
+mod deadlock;
+mod latch;
+mod park;
+mod state;
+mod watcher_park;
+
+pub(crate) use counters::THREADS_MAX;
+pub(crate) use deadlock::{DeadlockDetector, Handler as DeadlockHandler};
+pub(crate) use latch::{CoreLatch, ThreadLatch};
+pub(crate) use park::Park;
+pub(crate) use watcher_park::WatcherPark;
+
+use crate::sync::{fence, yield_now, AtomicBool, Ordering};
+use counters::{AtomicCounters, JobsEventCounter};
 use crossbeam_utils::CachePadded;
+use state::{Blocked, SleepState};
+use std::fmt::Debug;
 use std::sync::Arc;
 use std::task::Waker;
-
-mod park;
-pub(crate) use park::Park;
 
 /// Rounds of fruitless search (each followed by a `thread::yield_now`)
 /// before a worker announces itself sleepy. Rayon and Blitz use 32; measured
@@ -63,134 +86,25 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 /// After announcing itself sleepy, one more round of search, then sleep.
 const ROUNDS_UNTIL_SLEEPING: u32 = ROUNDS_UNTIL_SLEEPY + 1;
 
-/// How a thread that committed to sleep is blocked; changed only under its
-/// `SleepState` lock.
+/// What one fruitless round (`Sleep::no_work_found`) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Blocked {
-    /// Not committed to sleep, or woken.
-    No,
-    /// Waiting on its condvar: a waker notifies it.
-    OnCondvar,
-    /// Blocked in the I/O driver: a waker unparks the driver.
-    InDriver,
+pub(crate) enum Round {
+    /// Yielded, to search again.
+    Searched,
+    /// Announced itself sleepy (one search left).
+    GotSleepy,
+    /// Slept, and was woken (or the driver it slept in brought work).
+    Slept,
+    /// Meant to sleep but did not: its latch was set, the JEC moved, or the
+    /// final injector check found work.
+    StayedAwake,
 }
 
-/// A lock, a condvar and how the owner is blocked: what one thread sleeps on.
-#[derive(Debug)]
-pub(crate) struct SleepState {
-    /// Not `No` while the owner is committed to sleep and nobody woke it yet.
-    is_blocked: Mutex<Blocked>,
-    condvar: Condvar,
-}
-
-impl SleepState {
-    pub(crate) fn new() -> SleepState {
-        SleepState {
-            is_blocked: Mutex::new(Blocked::No),
-            condvar: Condvar::new(),
-        }
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Blocked> {
-        self.is_blocked.lock()
-    }
-
-    /// Owner, holding the lock: mark itself blocked and wait until a waker
-    /// clears the flag. Spurious condvar wakeups go back to waiting.
-    pub(crate) fn block(&self, mut is_blocked: MutexGuard<'_, Blocked>) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::OnCondvar;
-        while *is_blocked != Blocked::No {
-            is_blocked = self.condvar.wait(is_blocked);
-        }
-    }
-
-    /// `block`, but with the lock released while `before_wait` runs, after
-    /// the owner marked itself blocked. A waker that comes in between clears
-    /// the flag under the lock and the owner then does not wait: nothing is
-    /// lost. (`before_wait` may run user code that wakes this very owner.)
-    fn block_after(&self, mut is_blocked: MutexGuard<'_, Blocked>, before_wait: impl FnOnce()) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::OnCondvar;
-        drop(is_blocked);
-        before_wait();
-        let mut is_blocked = self.lock();
-        while *is_blocked != Blocked::No {
-            is_blocked = self.condvar.wait(is_blocked);
-        }
-    }
-
-    /// Owner, holding the lock and the driver: block in the driver until a
-    /// waker clears the flag (it unparks the driver) or the driver brings
-    /// work (I/O readiness, a due timer: their wakers are in `wakers`). In
-    /// the second case the owner clears the flag itself and calls
-    /// `on_self_wake` under its lock, so that no waker also counts it woken.
-    /// A park that brings nothing (a timer unpark, a spurious return) goes
-    /// back to blocking. `before_wait` as in `block_after`.
-    fn block_in_driver(
-        &self,
-        mut is_blocked: MutexGuard<'_, Blocked>,
-        driver: &dyn Park,
-        wakers: &mut Vec<Waker>,
-        before_wait: impl FnOnce(),
-        on_self_wake: impl FnOnce(),
-    ) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::InDriver;
-        drop(is_blocked);
-        before_wait();
-        loop {
-            driver.park(wakers);
-            let mut is_blocked = self.lock();
-            if *is_blocked == Blocked::No {
-                // A waker took us off the sleeping count and unparked us.
-                break;
-            }
-            if !wakers.is_empty() {
-                *is_blocked = Blocked::No;
-                on_self_wake();
-                break;
-            }
-        }
-    }
-
-    /// Any thread: wake the owner if it is blocked. True if it was.
-    pub(crate) fn wake(&self) -> bool {
-        self.wake_then(None, |_| true, || ())
-    }
-
-    /// Wake the owner if it is blocked in a way `which` accepts and, still
-    /// holding its lock, run `on_woken`. True if it was woken. An owner
-    /// blocked in the driver is woken through `driver`.
-    fn wake_then(
-        &self,
-        driver: Option<&dyn Park>,
-        which: impl FnOnce(Blocked) -> bool,
-        on_woken: impl FnOnce(),
-    ) -> bool {
-        let mut is_blocked = self.is_blocked.lock();
-        let how = *is_blocked;
-        if how == Blocked::No || !which(how) {
-            return false;
-        }
-        *is_blocked = Blocked::No;
-        match how {
-            Blocked::InDriver => driver
-                .expect("only a sleeper of a pool with a driver blocks in it")
-                .unpark(),
-            _ => self.condvar.notify_one(),
-        }
-        on_woken();
-        true
-    }
-}
-
-/// See `IdleState::next_step`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IdleStep {
-    Search,
-    GetSleepy,
-    Sleep,
+/// Told of every wake of a sleeping worker by another thread, under the
+/// sleeper's lock (the timeline notes who woke whom).
+pub(crate) trait WakeNote: Send + Sync + Debug {
+    /// The calling thread is waking worker `index`.
+    fn waking(&self, index: usize);
 }
 
 /// The per-worker progress of one idle period.
@@ -208,16 +122,6 @@ pub(crate) struct IdleState {
 }
 
 impl IdleState {
-    /// What the next `no_work_found` will do: search, get sleepy or sleep
-    /// (for the timeline).
-    pub(crate) fn next_step(&self) -> IdleStep {
-        match self.rounds {
-            r if r < ROUNDS_UNTIL_SLEEPY => IdleStep::Search,
-            ROUNDS_UNTIL_SLEEPY => IdleStep::GetSleepy,
-            _ => IdleStep::Sleep,
-        }
-    }
-
     /// Found work or was woken: start the idle period afresh.
     fn wake_fully(&mut self) {
         self.rounds = 0;
@@ -241,16 +145,17 @@ pub(crate) struct Sleep {
     deadlock: Option<DeadlockDetector>,
     /// The I/O driver that one sleeper blocks in (absent in some models).
     driver: Option<Arc<dyn Park>>,
-    /// Where the watcher (`../watcher.rs`) waits while every worker sleeps.
+    /// Where the watcher (`../scheduler/watcher.rs`) waits while every
+    /// worker sleeps.
     watcher: WatcherPark,
     /// Set once the pool has used I/O or timers (`enable_driver`); until
     /// then every sleeper blocks on its condvar, so a pool that never does
     /// I/O sleeps and wakes exactly as without a driver. Read by a sleeper
     /// under its own sleep lock; see `enable_driver`.
     driver_enabled: AtomicBool,
-    /// The workers' timeline, when the pool is traced: a waker notes itself
-    /// in the woken worker's lane (`trace/timeline.rs`).
-    timeline: Option<Arc<Timeline>>,
+    /// Told of each wake, when the pool is traced (the timeline,
+    /// `../scheduler/timeline.rs`).
+    wake_note: Option<Arc<dyn WakeNote>>,
     /// The pool has a stall handler: every wake of a sleeping worker also
     /// makes sure the watcher is looking (`WatcherPark::worker_woke`), since
     /// the woken worker is about to poll.
@@ -262,9 +167,9 @@ impl Sleep {
         workers: usize,
         deadlock: Option<DeadlockDetector>,
         driver: Option<Arc<dyn Park>>,
-        timeline: Option<Arc<Timeline>>,
+        wake_note: Option<Arc<dyn WakeNote>>,
     ) -> Sleep {
-        debug_assert!(workers <= crate::counters::THREADS_MAX);
+        debug_assert!(workers <= THREADS_MAX);
         Sleep {
             counters: AtomicCounters::new(),
             worker_sleep_states: (0..workers)
@@ -274,7 +179,7 @@ impl Sleep {
             driver,
             watcher: WatcherPark::default(),
             driver_enabled: AtomicBool::new(false),
-            timeline,
+            wake_note,
             watch_wakes: false,
         }
     }
@@ -292,7 +197,7 @@ impl Sleep {
 
     /// Is every worker counted sleeping? (The watcher's reason to park.)
     pub(crate) fn all_asleep(&self) -> bool {
-        // SeqCst: pairs with the watcher's `parked` flag; see `watcher.rs`.
+        // SeqCst: pairs with the watcher's `parked` flag; see `watcher_park.rs`.
         self.counters.load(Ordering::SeqCst).sleeping_threads() == self.worker_sleep_states.len()
     }
 
@@ -338,9 +243,18 @@ impl Sleep {
             .count()
     }
 
+    /// Sleeps begun and sleeps the driver ended by itself, summed over the
+    /// workers (`Metrics::sleeps`, and a part of `Metrics::wakeups`).
+    pub(crate) fn sleep_counts(&self) -> (u64, u64) {
+        self.worker_sleep_states
+            .iter()
+            .map(|s| s.counts())
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+    }
+
     /// The counters as they are now, for the loom models' final checks.
     #[cfg(all(test, loom))]
-    pub(crate) fn counters_for_test(&self) -> crate::counters::Counters {
+    pub(crate) fn counters_for_test(&self) -> counters::Counters {
         self.counters.load(Ordering::SeqCst)
     }
 
@@ -396,7 +310,7 @@ impl Sleep {
     }
 
     /// One fruitless search round. Yields, gets sleepy, or sleeps on `latch`
-    /// (until it is set or new work wakes this worker).
+    /// (until it is set or new work wakes this worker); says which.
     ///
     /// `has_injected_jobs` is the final check for injected work, made after
     /// the sleeper's seq-cst fence. A sleep in the I/O driver that ends with
@@ -407,20 +321,25 @@ impl Sleep {
         &self,
         idle_state: &mut IdleState,
         latch: &CoreLatch,
-        stats: &WorkerStats,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
-    ) {
+    ) -> Round {
         if idle_state.rounds < ROUNDS_UNTIL_SLEEPY {
             yield_now();
             idle_state.rounds += 1;
+            Round::Searched
         } else if idle_state.rounds == ROUNDS_UNTIL_SLEEPY {
             idle_state.jobs_counter = self.announce_sleepy();
             idle_state.rounds += 1;
             yield_now();
+            Round::GotSleepy
         } else {
             debug_assert_eq!(idle_state.rounds, ROUNDS_UNTIL_SLEEPING);
-            self.sleep(idle_state, latch, stats, has_injected_jobs, wakers);
+            if self.sleep(idle_state, latch, has_injected_jobs, wakers) {
+                Round::Slept
+            } else {
+                Round::StayedAwake
+            }
         }
     }
 
@@ -433,20 +352,20 @@ impl Sleep {
             .jobs_counter()
     }
 
+    /// The sleep itself; true if the worker slept (blocked).
     #[cold]
     fn sleep(
         &self,
         idle_state: &mut IdleState,
         latch: &CoreLatch,
-        stats: &WorkerStats,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
-    ) {
+    ) -> bool {
         let worker_index = idle_state.worker_index;
 
         if !latch.get_sleepy() {
             // The latch is set: there is no reason to sleep.
-            return;
+            return false;
         }
 
         let sleep_state = &self.worker_sleep_states[worker_index];
@@ -454,7 +373,7 @@ impl Sleep {
 
         if !latch.fall_asleep() {
             idle_state.wake_fully();
-            return;
+            return false;
         }
 
         // Commit to sleeping, but only if the JEC has not moved since we got
@@ -464,7 +383,7 @@ impl Sleep {
             if counters.jobs_counter() != idle_state.jobs_counter {
                 idle_state.wake_partly();
                 latch.wake_up();
-                return;
+                return false;
             }
             if self.counters.try_add_sleeping_thread(counters) {
                 break;
@@ -485,10 +404,11 @@ impl Sleep {
 
         // The final injector check. Internal jobs need no such check: their
         // poster is an awake worker that will run them itself.
-        if has_injected_jobs() {
+        let slept = !has_injected_jobs();
+        if !slept {
             self.sleeper_left();
         } else {
-            stats.bump_owned(|s| &s.sleeps, 1);
+            sleep_state.count_sleep();
             let deadlock = self
                 .deadlock
                 .as_ref()
@@ -512,11 +432,11 @@ impl Sleep {
                 .filter(|_| self.driver_enabled.load(Ordering::SeqCst));
             match driver.filter(|d| d.try_acquire()) {
                 Some(driver) => {
+                    // The driver may end the sleep itself: it counts that as
+                    // a wakeup (`self_wakes`), so that sleeps minus wakeups
+                    // stays the sleepers.
                     sleep_state.block_in_driver(is_blocked, driver, wakers, before_wait, || {
                         self.sleeper_left();
-                        // The driver woke this worker: count it as a wakeup,
-                        // so that `sleeps - wakeups` stays the sleepers.
-                        stats.bump_owned(|s| &s.wakeups, 1);
                     });
                     driver.release();
                 }
@@ -530,6 +450,7 @@ impl Sleep {
 
         idle_state.wake_fully();
         latch.wake_up();
+        slept
     }
 
     /// Work was pushed onto a worker's own deque. No fence: a sleeper may
@@ -619,8 +540,8 @@ impl Sleep {
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
         self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
             self.sleeper_left();
-            if let Some(timeline) = &self.timeline {
-                timeline.waking(index);
+            if let Some(note) = &self.wake_note {
+                note.waking(index);
             }
         })
     }

@@ -28,19 +28,14 @@
 //! });
 //! ```
 
-pub(crate) mod store;
-
-use crate::io::Driver;
-use crate::sleep::Park;
+use crate::io::TimerEntry;
 use futures::Stream;
 use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{ready, Context, Poll, Waker};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
-use store::{Inserted, TimerKey};
 
 /// A deadline this far away stands for "never" (`Instant` has no maximum).
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -73,8 +68,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
-        driver: crate::pool::with_current(|registry| Arc::clone(registry.io_driver())),
-        entry: None,
+        entry: TimerEntry::new(),
     }
 }
 
@@ -89,9 +83,8 @@ fn deadline_after(duration: Duration) -> Instant {
 #[must_use = "a Sleep does nothing unless awaited"]
 pub struct Sleep {
     deadline: Instant,
-    driver: Arc<Driver>,
-    /// The registered timer and the waker it holds, once polled.
-    entry: Option<(TimerKey, Waker)>,
+    /// The timer in the current pool's driver (`io/timer_entry.rs`).
+    entry: TimerEntry,
 }
 
 impl Sleep {
@@ -118,14 +111,8 @@ impl Sleep {
     /// # });
     /// ```
     pub fn reset(&mut self, deadline: Instant) {
-        self.cancel();
+        self.entry.cancel();
         self.deadline = deadline;
-    }
-
-    fn cancel(&mut self) {
-        if let Some((key, _)) = self.entry.take() {
-            self.driver.timers.remove(key);
-        }
     }
 }
 
@@ -134,40 +121,7 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if Instant::now() >= this.deadline || this.driver.is_shut_down() {
-            this.cancel();
-            return Poll::Ready(());
-        }
-        let timers = &this.driver.timers;
-        match &mut this.entry {
-            None => match timers.insert(this.deadline, cx.waker().clone()) {
-                Inserted::Yes { key, unpark } => {
-                    if unpark {
-                        this.driver.unpark();
-                    }
-                    this.entry = Some((key, cx.waker().clone()));
-                }
-                Inserted::ShutDown => return Poll::Ready(()),
-            },
-            Some((key, waker)) => {
-                if !waker.will_wake(cx.waker()) {
-                    if !timers.update(*key, cx.waker()) {
-                        // Not before the deadline (checked above): the
-                        // store shut down.
-                        this.entry = None;
-                        return Poll::Ready(());
-                    }
-                    waker.clone_from(cx.waker());
-                }
-            }
-        }
-        Poll::Pending
-    }
-}
-
-impl Drop for Sleep {
-    fn drop(&mut self) {
-        self.cancel();
+        this.entry.poll_until(this.deadline, cx)
     }
 }
 
@@ -175,7 +129,7 @@ impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sleep")
             .field("deadline", &self.deadline)
-            .field("registered", &self.entry.is_some())
+            .field("registered", &self.entry.is_registered())
             .finish()
     }
 }

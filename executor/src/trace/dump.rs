@@ -15,8 +15,8 @@
 //!   current tasks first, then each header): a task that changes state
 //!   meanwhile shows one of the states it was in.
 
-use super::TaskId;
-use crate::registry::Registry;
+use crate::scheduler::Registry;
+use crate::task::{TaskId, COARSE_TICK_NS};
 use std::fmt;
 use std::panic::Location;
 use std::time::Duration;
@@ -126,14 +126,12 @@ impl fmt::Display for TaskDump<'_> {
 
 /// Every live task of `registry`'s pool, ordered by id.
 pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
-    let running: Vec<Option<TaskId>> = registry
-        .workers
-        .iter()
-        .map(|w| w.stats.running_task())
+    let running: Vec<Option<TaskId>> = (0..registry.num_workers())
+        .map(|w| registry.worker_stats(w).running_task())
         .collect();
-    let now = registry.clock.now();
+    let now = registry.clock().now();
     let mut tasks = Vec::new();
-    registry.tasks.for_each_live(|header| {
+    registry.tasks().for_each_live(|header| {
         if !header.is_live_task() {
             return;
         }
@@ -149,7 +147,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
             spawned_at: header.spawned_at,
             state,
             polls,
-            age: Duration::from_nanos(u64::from(age_ticks) * super::COARSE_TICK_NS),
+            age: Duration::from_nanos(u64::from(age_ticks) * COARSE_TICK_NS),
         });
     });
     tasks.sort_by_key(|t| t.id);

@@ -1,6 +1,7 @@
 //! The stall detector: [`Builder::on_stall`](crate::Builder::on_stall).
 //!
-//! The watcher thread (`watcher.rs`) looks at every worker at each of its
+//! The watcher thread (`scheduler/watcher.rs`) runs it as its `Look`: it
+//! looks at every worker at each of its
 //! ticks (20 us to 1 ms apart while any worker is awake; it parks while all
 //! sleep). A worker publishes, in its own stats line, the id of the task it
 //! is polling (`WorkerStats::begin_poll`); a look that finds the same poll
@@ -20,8 +21,9 @@
 //!   `catch_unwind`: a panicking handler is reported by the panic hook and
 //!   the watcher goes on.
 
-use super::TaskId;
-use crate::registry::Registry;
+use crate::scheduler::{Look, Registry};
+use crate::task::TaskId;
+use crate::unwind::call_quietly;
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,7 +49,7 @@ pub struct Stall {
 /// a report).
 fn spawn_location(registry: &Registry, task: TaskId) -> Option<&'static Location<'static>> {
     let mut found = None;
-    registry.tasks.for_each_live(|header| {
+    registry.tasks().for_each_live(|header| {
         if header.id == task && header.is_live_task() {
             found = Some(header.spawned_at);
         }
@@ -80,25 +82,20 @@ pub(crate) struct StallWatch {
 }
 
 impl StallWatch {
-    pub(crate) fn new(config: StallConfig, workers: usize) -> StallWatch {
-        let now = Instant::now();
+    /// A detector with `config`; it learns the pool's workers at its first
+    /// look.
+    pub(crate) fn new(config: StallConfig) -> StallWatch {
         StallWatch {
             config,
-            seen: vec![
-                Seen {
-                    polls: u64::MAX,
-                    task: None,
-                    since: now,
-                    reported: false,
-                };
-                workers
-            ],
+            seen: Vec::new(),
         }
     }
+}
 
+impl Look for StallWatch {
     /// Forget what was seen: the watcher parked, so every poll it saw has
     /// ended (every worker slept).
-    pub(crate) fn reset(&mut self) {
+    fn reset(&mut self) {
         for seen in &mut self.seen {
             seen.polls = u64::MAX;
         }
@@ -106,10 +103,19 @@ impl StallWatch {
 
     /// One look at every worker; reports the polls that crossed the
     /// threshold since the last look.
-    pub(crate) fn look(&mut self, registry: &Registry) {
+    fn look(&mut self, registry: &Registry) {
         let now = Instant::now();
-        for (worker, (w, seen)) in registry.workers.iter().zip(&mut self.seen).enumerate() {
-            let (polls, task) = w.stats.current_poll();
+        if self.seen.is_empty() {
+            let unseen = Seen {
+                polls: u64::MAX,
+                task: None,
+                since: now,
+                reported: false,
+            };
+            self.seen = vec![unseen; registry.num_workers()];
+        }
+        for (worker, seen) in self.seen.iter_mut().enumerate() {
+            let (polls, task) = registry.worker_stats(worker).current_poll();
             if polls != seen.polls || task != seen.task {
                 *seen = Seen {
                     polls,
@@ -139,11 +145,7 @@ impl StallWatch {
                     running_for,
                 };
                 let handler = &self.config.handler;
-                if let Err(payload) =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&stall)))
-                {
-                    crate::task::discard(payload);
-                }
+                call_quietly(|| handler(&stall));
             }
         }
     }

@@ -25,7 +25,8 @@
 //!   before it wakes it (under the sleeper's lock), and taken by the woken
 //!   worker after it woke: so it names the last waker of that sleep.
 
-use std::cell::Cell;
+use crate::context;
+use crate::sleep::WakeNote;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -75,12 +76,6 @@ impl Kind {
 const WOKEN_BY_NONE: u32 = 0;
 const WOKEN_BY_OUTSIDE: u32 = u32::MAX;
 const WOKEN_BY_WATCHER: u32 = u32::MAX - 1;
-
-thread_local! {
-    /// (the timeline, this thread's tag) for the threads of a traced pool:
-    /// a worker's index + 1, or `WOKEN_BY_WATCHER`.
-    static THREAD_TAG: Cell<(usize, u32)> = const { Cell::new((0, WOKEN_BY_NONE)) };
-}
 
 /// One event: start time, duration and kind (kind in the top 8 bits),
 /// argument.
@@ -215,18 +210,8 @@ impl Timeline {
     /// (`Some`), or as its watcher (`None`), for `woken_by`.
     pub(crate) fn enter_thread(&self, index: Option<usize>) {
         let tag = index.map_or(WOKEN_BY_WATCHER, |i| i as u32 + 1);
-        THREAD_TAG.with(|t| t.set((self as *const Timeline as usize, tag)));
-    }
-
-    /// The current thread is about to wake worker `index` (asleep).
-    pub(crate) fn waking(&self, index: usize) {
-        let (timeline, tag) = THREAD_TAG.with(Cell::get);
-        let tag = if timeline == self as *const Timeline as usize {
-            tag
-        } else {
-            WOKEN_BY_OUTSIDE
-        };
-        self.lanes[index].woken_by.store(tag, Ordering::Relaxed);
+        // The thread's tag lives in the context: (this timeline, the tag).
+        context::set_timeline_tag((self as *const Timeline as usize, tag));
     }
 
     /// Write the trace to its path; an error is printed (a pool's drop has
@@ -287,6 +272,21 @@ impl Timeline {
         }
         out.write_all(b"\n]}\n")?;
         out.flush()
+    }
+}
+
+/// The sleep manager tells the timeline who wakes a sleeping worker.
+impl WakeNote for Timeline {
+    /// The current thread is about to wake worker `index` (asleep), under
+    /// that worker's sleep lock.
+    fn waking(&self, index: usize) {
+        let (timeline, tag) = context::timeline_tag();
+        let tag = if timeline == self as *const Timeline as usize {
+            tag
+        } else {
+            WOKEN_BY_OUTSIDE
+        };
+        self.lanes[index].woken_by.store(tag, Ordering::Relaxed);
     }
 }
 

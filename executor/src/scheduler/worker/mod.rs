@@ -1,68 +1,50 @@
-//! Worker threads: the main loop, the search for work, and `wait_until`.
+//! Worker threads: the state a worker keeps, its main loop, running tasks
+//! and fork-join jobs, its own scheduling, and `wait_until`. The search for
+//! work is in `search.rs`.
 //!
 //! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
 //! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
 //! (idle, announced in the JEC, one search left) and *sleeping* (blocked on
-//! its condvar, counted sleeping). [`WorkerThread::wait_until`] is the whole
-//! state machine; the main loop is `wait_until(terminate latch)`, and a
-//! `block_on` on a worker thread is `wait_until(its own latch)`.
+//! its condvar or in the I/O driver, counted sleeping).
+//! [`WorkerThread::wait_until`] is the whole state machine; the main loop is
+//! `wait_until(terminate latch)`, and a `block_on` on a worker thread is
+//! `wait_until(its own latch)`.
 //!
 //! # Invariants
 //!
-//! * `WORKER_THREAD` points at the `WorkerThread` on this thread's stack for
-//!   exactly as long as `main_loop` runs; it is null on every other thread.
-//!   Tasks are only run from inside `main_loop`, so every reference handed
-//!   out by `current()` is used within that frame, on this thread
+//! * The context's current worker (`context::worker`) points at the
+//!   `WorkerThread` on this thread's stack for exactly as long as
+//!   `main_loop` runs; it is null on every other thread. Tasks are only run
+//!   from inside `main_loop`, so every reference handed out by
+//!   `context::worker()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
 //! * Only this thread pushes to or pops from `worker` and `jobs`, and puts
 //!   into its LIFO slot (`WorkerInfo::lifo`); others steal from `worker` and
 //!   `jobs`, and only the watcher takes from the slot (when this worker's
-//!   current poll runs long, `watcher.rs`). The LIFO slot holds a task only
+//!   current poll runs long, `../watcher.rs`). The LIFO slot holds a task only
 //!   while this worker is running another one (every search empties it
 //!   first), so an idle worker's slot is empty and every task it could run
 //!   is visible to thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
-//! * Search order: the newest job of its own fork-join job deque (`join/`),
-//!   the LIFO slot (at most `MAX_LIFO_POLLS` times in a row), own deque,
-//!   then the other workers (their oldest job, else half of their tasks)
-//!   from a random start, then the injector; every `INJECTOR_INTERVAL`-th
-//!   search looks at the injector first, so a busy worker does not starve
-//!   outside spawns, and every `DRIVER_INTERVAL`-th search polls the I/O
-//!   driver first (without blocking), so a busy pool does not starve I/O and
-//!   timers. A join's push counts as a search for both (`tick`).
-//! * Tasks made ready by a driver poll of this worker (busy, or asleep in the
-//!   driver) go onto its own deque and are posted as internal jobs after the
-//!   poll: the worker is awake then, and runs them if nobody steals them.
 
-use crate::join::JobRef;
-use crate::latch::CoreLatch;
-use crate::metrics::WorkerStats;
-use crate::owned::Slot;
-use crate::registry::{steal_one, Registry, WorkerInfo};
-use crate::sleep::{IdleStep, Park};
-use crate::task::Runnable;
-use crate::trace::timeline::{Kind, Lane, Timeline};
-use crate::trace::TaskId;
+mod search;
+
+pub(crate) use search::steal_one;
+
+use super::job::JobRef;
+use super::metrics::WorkerStats;
+use super::registry::{Registry, WorkerInfo};
+use super::timeline::{Kind, Lane, Timeline};
+use crate::context;
+use crate::sleep::{CoreLatch, Round};
+use crate::task::{self, Runnable, Slot, TaskId};
+use crate::unwind::call_quietly;
 use async_task::ScheduleInfo;
-use crossbeam_deque::{Steal, Worker};
+use crossbeam_deque::Worker;
+use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
-use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
-
-/// Every this many searches, a worker takes from the injector before its own
-/// deque. Tokio uses 31 to 61; a prime keeps it from locking step with
-/// periodic workloads.
-const INJECTOR_INTERVAL: u32 = 61;
-
-/// Every this many searches, a busy worker polls the I/O driver without
-/// blocking (if the pool has sockets or timers and no other thread holds
-/// the driver), so that readiness is seen while every worker is busy.
-/// Tokio uses 61 as well. Measured with `http_load --only pool,tokio
-/// --variants work,hello` at 17, 61 and 251: req/s within 1.07x-1.24x of
-/// tokio for all three, no trend above the noise (docs/BENCHMARKS.md).
-const DRIVER_INTERVAL: u32 = 61;
 
 /// Extra search rounds (each followed by a `thread::yield_now`) of a worker
 /// that ran or pushed fork-join jobs, before the sleep protocol's own two:
@@ -70,17 +52,9 @@ const DRIVER_INTERVAL: u32 = 61;
 /// Workers that only run async tasks never spin them.
 const JOB_SPIN_ROUNDS: u32 = 30;
 
-/// Runs in a row from the LIFO slot before its task goes behind the deque
-/// instead (tokio uses 3).
-const MAX_LIFO_POLLS: u32 = 3;
-
 /// Removals from other workers' shards of the live-task registry that a
-/// worker collects before it takes those shards' locks (see `owned.rs`).
+/// worker collects before it takes those shards' locks (see `task/owned.rs`).
 const REMOVAL_BATCH: usize = 32;
-
-thread_local! {
-    static WORKER_THREAD: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
-}
 
 /// The state a worker thread keeps on its own stack.
 pub(crate) struct WorkerThread {
@@ -119,15 +93,6 @@ pub(crate) struct WorkerThread {
 }
 
 impl WorkerThread {
-    /// The worker running on this thread, if this is a worker thread.
-    #[inline]
-    pub(crate) fn current<'a>() -> Option<&'a WorkerThread> {
-        let p = WORKER_THREAD.with(Cell::get);
-        // SAFETY: non-null only while `main_loop` runs on this thread with
-        // the pointee alive on its stack; see the module invariants.
-        unsafe { p.as_ref() }
-    }
-
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -149,7 +114,7 @@ impl WorkerThread {
     /// This worker's state that other threads reach.
     #[inline]
     fn info(&self) -> &WorkerInfo {
-        &self.registry.workers[self.index]
+        &self.registry.workers()[self.index]
     }
 
     /// The schedule function, on this worker's own thread.
@@ -177,7 +142,7 @@ impl WorkerThread {
             self.push_stealable(runnable);
         } else {
             let displaced = self.info().lifo.put(runnable);
-            self.registry.sleep.watcher().needed();
+            self.registry.sleep().watcher().needed();
             if let Some(displaced) = displaced {
                 self.push_stealable(displaced);
             }
@@ -188,29 +153,7 @@ impl WorkerThread {
     /// job: wake a sleeper if no awake worker is idle.
     fn push_stealable(&self, runnable: Runnable) {
         self.worker.push(runnable);
-        self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
-    }
-
-    /// The LIFO slot's task, unless it has run `MAX_LIFO_POLLS` times in a
-    /// row: then it goes behind the deque, so a pair of tasks waking each
-    /// other cannot starve the rest.
-    ///
-    /// With the deque empty there is nothing to starve: the task would be
-    /// the next one popped anyway, so it runs now, and nobody is woken for a
-    /// task that this worker is about to run.
-    fn take_lifo(&self) -> Option<Runnable> {
-        let runnable = self.info().lifo.take()?;
-        let polls = self.lifo_polls.get();
-        if polls < MAX_LIFO_POLLS {
-            self.lifo_polls.set(polls + 1);
-            return Some(runnable);
-        }
-        self.lifo_polls.set(0);
-        if self.worker.is_empty() {
-            return Some(runnable);
-        }
-        self.push_stealable(runnable);
-        None
+        self.count_wakeups(self.registry.sleep().new_internal_jobs(1));
     }
 
     /// Remove `slot` from the live tasks with the next batch.
@@ -232,7 +175,7 @@ impl WorkerThread {
         if batch.is_empty() {
             return;
         }
-        self.registry.tasks.remove_many(&mut batch);
+        self.registry.tasks().remove_many(&mut batch);
         let mut removals = self.removals.borrow_mut();
         if removals.is_empty() {
             *removals = batch; // keep the capacity
@@ -241,7 +184,7 @@ impl WorkerThread {
 
     /// `mark_blocked` (`blocked`) or `mark_unblocked` on this worker.
     pub(crate) fn mark_blocked(&self, blocked: bool) {
-        let Some(deadlock) = self.registry.sleep.deadlock() else {
+        let Some(deadlock) = self.registry.sleep().deadlock() else {
             return;
         };
         if self.marked_blocked.replace(blocked) == blocked {
@@ -279,7 +222,7 @@ impl WorkerThread {
     pub(crate) fn push_job(&self, job: JobRef) {
         self.jobs.push(job);
         self.ran_jobs.set(true);
-        self.count_wakeups(self.registry.sleep.new_internal_jobs(1));
+        self.count_wakeups(self.registry.sleep().new_internal_jobs(1));
         if self.tick() {
             if let Some(r) = self.steal_injected() {
                 self.post_stolen();
@@ -326,7 +269,7 @@ impl WorkerThread {
         if !self.traced {
             return None;
         }
-        let timeline = self.registry.timeline.as_deref()?;
+        let timeline = self.registry.timeline()?;
         Some((timeline, timeline.lane(self.index)))
     }
 
@@ -353,168 +296,16 @@ impl WorkerThread {
         }
     }
 
-    /// Wake what a driver poll made ready. This pool's tasks land on this
-    /// worker's deque (`schedule_local`), a warm thread for the connection,
-    /// and are posted together as internal jobs: a sleeper is woken only if
-    /// no awake worker is idle to steal them.
-    /// True if this pool's tasks were among them.
-    fn wake_ready(&self, wakers: &mut Vec<Waker>) -> bool {
-        if wakers.is_empty() {
-            return false;
-        }
-        self.io_batch.set(Some(0));
-        for waker in wakers.drain(..) {
-            waker.wake();
-        }
-        let n = self.io_batch.take().unwrap_or(0);
-        if n > 0 {
-            self.count_wakeups(self.registry.sleep.new_internal_jobs(n));
-        }
-        n > 0
-    }
-
-    /// A poll of the driver without blocking, only if there is something
-    /// to poll for and nobody else holds it: by a busy worker now and then,
-    /// and by a worker that just ran out of work, before it searches
-    /// others' deques. True if it found work for this pool.
-    fn poll_driver(&self) -> bool {
-        let io = &self.registry.io;
-        if !io.has_interest() || !io.try_acquire() {
-            return false;
-        }
-        let mut wakers = self.io_wakers.take();
-        io.poll(false, &mut wakers);
-        io.release();
-        self.stats().bump_owned(|s| &s.driver_polls, 1);
-        let found = self.wake_ready(&mut wakers);
-        self.io_wakers.set(wakers);
-        found
-    }
-
-    /// Count one search (or one push of a join recursion) and do its
-    /// periodic duty: every `DRIVER_INTERVAL`-th polls the I/O driver.
-    /// Returns whether this one looks at the injector first (every
-    /// `INJECTOR_INTERVAL`-th).
-    fn tick(&self) -> bool {
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
-        if tick % DRIVER_INTERVAL == 0 {
-            let _ = self.poll_driver();
-        }
-        tick % INJECTOR_INTERVAL == 0
-    }
-
-    /// One search, in the order of the module invariants.
-    fn find_work(&self) -> Option<Work> {
-        if self.tick() {
-            if let Some(r) = self.steal_injected() {
-                self.lifo_polls.set(0);
-                return Some(Work::Task(r));
-            }
-        }
-        if let Some(job) = self.jobs.pop() {
-            return Some(Work::Job(job));
-        }
-        if let Some(r) = self.take_lifo() {
-            return Some(Work::Task(r));
-        }
-        self.lifo_polls.set(0);
-        if let Some(r) = self.worker.pop() {
-            return Some(Work::Task(r));
-        }
-        self.steal_from_workers()
-            .or_else(|| self.steal_injected().map(Work::Task))
-    }
-
-    /// Steal from another worker, trying each once from a random start, and
-    /// again while some steal reported contention: its oldest fork-join job
-    /// (the biggest piece of work, as in Rayon), else half of its tasks.
-    fn steal_from_workers(&self) -> Option<Work> {
-        let workers = &self.registry.workers;
-        let n = workers.len();
-        if n <= 1 {
-            return None;
-        }
-        let start = self.rng.next_usize(n);
-        loop {
-            let mut retry = false;
-            for victim in (start..n).chain(0..start) {
-                if victim == self.index {
-                    continue;
-                }
-                let jobs = &workers[victim].job_stealer;
-                if !jobs.is_empty() {
-                    match jobs.steal() {
-                        Steal::Success(job) => return Some(Work::Job(job)),
-                        Steal::Retry => retry = true,
-                        Steal::Empty => {}
-                    }
-                }
-                match workers[victim].stealer.steal_batch_and_pop(&self.worker) {
-                    Steal::Success(r) => {
-                        // Our deque was empty before the steal (we search it
-                        // first), so its length is the rest of the batch.
-                        let rest = self.worker.len();
-                        self.stolen.set(rest);
-                        self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
-                        self.trace_instant(Kind::Steal, (victim as u64) << 32 | (1 + rest as u64));
-                        return Some(Work::Task(r));
-                    }
-                    Steal::Retry => retry = true,
-                    Steal::Empty => {}
-                }
-            }
-            if !retry {
-                return None;
-            }
-        }
-    }
-
-    fn steal_injected(&self) -> Option<Runnable> {
-        let before = self.worker.len();
-        let r = steal_one(|| self.registry.injector.steal_batch_and_pop(&self.worker))?;
-        let rest = self.worker.len().saturating_sub(before);
-        self.stolen.set(rest);
-        self.trace_instant(Kind::Injector, 1 + rest as u64);
-        Some(r)
-    }
-
-    /// Post the rest of a stolen batch as new internal jobs, once this
-    /// worker is active again. Their own tickles may have counted on this
-    /// worker (idle and awake, it covered them) and not woken a sleeper; now
-    /// that it runs one of them, nobody covers the rest. Without this post,
-    /// a poll that blocks or runs long strands them in this deque while
-    /// other workers sleep.
-    #[inline]
-    fn post_stolen(&self) {
-        let rest = self.stolen.replace(0);
-        if rest > 0 {
-            self.count_wakeups(self.registry.sleep.new_internal_jobs(rest));
-        }
-    }
-
-    /// Whether a job waits where any worker could take it: the injector or
-    /// a worker's deque (this one's included).
+    /// After an idle round that began at `start`: record getting sleepy or
+    /// a sleep on the timeline.
     #[cold]
-    fn sees_queued_jobs(&self) -> bool {
-        self.registry.has_injected_jobs()
-            || self
-                .registry
-                .workers
-                .iter()
-                .any(|w| !w.stealer.is_empty() || !w.job_stealer.is_empty())
-    }
-
-    /// After getting sleepy or trying to sleep: record it on the timeline.
-    #[cold]
-    fn after_idle_step(&self, step: IdleStep, start: u64, sleeps_before: u64) {
-        let slept = self.stats().sleeps.load(Ordering::Relaxed) != sleeps_before;
+    fn trace_round(&self, round: Round, start: u64) {
         if let Some((_, lane)) = self.lane() {
-            match step {
+            match round {
                 // An instant, at the moment it was decided.
-                IdleStep::GetSleepy => lane.record(Kind::Sleepy, start, start, 0),
-                _ if slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
-                _ => {}
+                Round::GotSleepy => lane.record(Kind::Sleepy, start, start, 0),
+                Round::Slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
+                Round::Searched | Round::StayedAwake => {}
             }
         }
     }
@@ -528,7 +319,7 @@ impl WorkerThread {
     /// Run tasks until `latch` is set, sleeping (and counted as sleeping)
     /// when there is nothing to run. New work and `latch` both wake it.
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
-        let sleep = &self.registry.sleep;
+        let sleep = self.registry.sleep();
         'active: loop {
             // Active: run what we find.
             while !latch.probe() {
@@ -579,21 +370,15 @@ impl WorkerThread {
                     continue;
                 }
                 let mut wakers = self.io_wakers.take();
-                let observed = self.traced.then(|| {
-                    let sleeps = self.stats().sleeps.load(Ordering::Relaxed);
-                    (idle_state.next_step(), self.trace_now(), sleeps)
-                });
-                sleep.no_work_found(
+                let start = self.trace_now();
+                let round = sleep.no_work_found(
                     &mut idle_state,
                     latch,
-                    self.stats(),
                     || self.registry.has_injected_jobs(),
                     &mut wakers,
                 );
-                if let Some((step, start, sleeps)) = observed {
-                    if step != IdleStep::Search {
-                        self.after_idle_step(step, start, sleeps);
-                    }
+                if self.traced && round != Round::Searched {
+                    self.trace_round(round, start);
                 }
                 // A sleep in the driver may end with I/O or timers ready.
                 let _ = self.wake_ready(&mut wakers);
@@ -606,15 +391,15 @@ impl WorkerThread {
     }
 }
 
-/// Clears `WORKER_THREAD` and tells the registry the worker is gone, also
+/// Takes the worker out of the context and tells shutdown it is gone, also
 /// when a hook panicked. Declared after the `WorkerThread` in `main_loop`, so
-/// it runs before that is dropped and the pointer never dangles.
+/// it runs before that is dropped and the context's pointer never dangles.
 struct ExitGuard(Arc<Registry>);
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        WORKER_THREAD.with(|w| w.set(ptr::null()));
-        self.0.worker_exited();
+        context::leave_worker();
+        self.0.shutdown_state().worker_exited();
     }
 }
 
@@ -639,88 +424,41 @@ pub(crate) fn main_loop(
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
         ids: Cell::new((0, 0)),
-        traced: registry.timeline.is_some(),
+        traced: registry.timeline().is_some(),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
-    WORKER_THREAD.with(|w| w.set(&this));
-    if let Some(timeline) = &this.registry.timeline {
+    // SAFETY: `this` lives on this frame until after `_exit` (declared
+    // after it, so dropped before it) takes it out of the context.
+    unsafe { context::enter_worker(&this) };
+    if let Some(timeline) = this.registry.timeline() {
         timeline.enter_thread(Some(index));
     }
-    if let Some(hook) = &this.registry.on_thread_start {
-        call_hook(hook.as_ref());
+    if let Some(hook) = this.registry.on_thread_start() {
+        call_quietly(|| hook());
     }
-    this.wait_until(&this.registry.workers[index].terminate);
+    this.wait_until(&this.info().terminate);
     // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
-        crate::task::cancel(runnable);
+        task::cancel(runnable);
     }
     // A fork-join job is never dropped: someone waits for it. (Only a
     // scope's spawn can be left here: a `join` returns with its own.)
     while let Some(job) = this.jobs.pop() {
         this.execute_job(job);
     }
-    if let Some(hook) = &this.registry.on_thread_stop {
-        call_hook(hook.as_ref());
+    // A panic in a thread hook is the user's bug, already reported by the
+    // panic hook: the worker goes on (a start hook that panics would
+    // otherwise leave the pool a worker short while the sleep protocol still
+    // counts on it).
+    if let Some(hook) = this.registry.on_thread_stop() {
+        call_quietly(|| hook());
     }
-}
-
-/// Call a thread hook. A panic in it is the user's bug, already reported by
-/// the panic hook: the worker goes on (a start hook that panics would
-/// otherwise leave the pool a worker short while the sleep protocol still
-/// counts on it).
-fn call_hook(hook: &(dyn Fn() + Send + Sync)) {
-    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hook)) {
-        crate::task::discard(payload);
-    }
-}
-
-/// For a spawn from a thread that is not a worker: a shard of the
-/// live-task registry (each outside thread keeps to one, and threads
-/// spread over them) and a task id from this thread's block of ids. One
-/// thread-local serves both (its access is a call in a position-independent
-/// executable).
-pub(crate) fn outside_spawn() -> (usize, TaskId) {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static OUTSIDE: (usize, Cell<(u64, u64)>) =
-            (NEXT.fetch_add(1, Ordering::Relaxed), Cell::new((0, 0)));
-    }
-    OUTSIDE.with(|(hint, ids)| (*hint, TaskId::next_in(ids)))
 }
 
 /// What a search found.
 enum Work {
     Task(Runnable),
     Job(JobRef),
-}
-
-/// xorshift64*: a tiny generator for the start of each steal sweep.
-struct XorShift64Star {
-    state: Cell<u64>,
-}
-
-impl XorShift64Star {
-    fn new(seed: u64) -> Self {
-        // Spread small seeds over the state space; the state must not be 0.
-        let s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        XorShift64Star {
-            state: Cell::new(s),
-        }
-    }
-
-    fn next(&self) -> u64 {
-        let mut x = self.state.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state.set(x);
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A value in `0..n`.
-    fn next_usize(&self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }

@@ -8,7 +8,7 @@
 //! On a plain thread the latch comes with its own lock and condvar
 //! ([`ThreadLatch`]). On a worker thread the latch is slept on through the
 //! worker's own sleep state, with the full sleep protocol
-//! ([`WorkerThread::wait_until`]): while the latch is unset the worker keeps
+//! (`WorkerThread::wait_until`): while the latch is unset the worker keeps
 //! running its pool's tasks, and when it sleeps it is counted as sleeping, so
 //! new work wakes it too. A one-worker pool therefore never deadlocks on a
 //! `block_on` inside one of its tasks.
@@ -18,23 +18,21 @@
 //! * The latch is reset *before* each poll: a wake that lands during the poll
 //!   leaves it SET, and the wait that follows returns at once. No wake is
 //!   lost.
-//! * Each thread caches one signal and lends it to one `block_on` at a time;
-//!   a nested `block_on` on the same thread makes its own, so the outer
-//!   call's wakes are never consumed by the inner loop.
+//! * Each thread caches one signal (`context.rs`) and lends it to one
+//!   `block_on` at a time; a nested `block_on` on the same thread makes its
+//!   own, so the outer call's wakes are never consumed by the inner loop.
 
-use crate::latch::{CoreLatch, ThreadLatch};
-use crate::registry::Registry;
-use crate::trace::timeline::Kind;
-use crate::worker::WorkerThread;
-#[cfg(not(loom))]
-use std::cell::Cell;
+use super::registry::Registry;
+use super::timeline::Kind;
+use crate::context;
+use crate::sleep::{CoreLatch, ThreadLatch};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 /// What a `block_on` waker sets.
-enum Signal {
+pub(crate) enum Signal {
     /// A plain thread, sleeping on its own lock and condvar.
     Thread(ThreadLatch),
     /// A worker thread, sleeping through its pool's sleep manager.
@@ -47,7 +45,7 @@ enum Signal {
 
 impl Signal {
     fn for_current_thread() -> Arc<Signal> {
-        Arc::new(match WorkerThread::current() {
+        Arc::new(match context::worker() {
             Some(w) => Signal::Worker {
                 latch: CoreLatch::new(),
                 registry: Arc::clone(w.registry()),
@@ -60,7 +58,7 @@ impl Signal {
     /// Was this signal made for the thread's current role? (A worker thread
     /// stops being one when its main loop ends.)
     fn fits_current_thread(&self) -> bool {
-        match (self, WorkerThread::current()) {
+        match (self, context::worker()) {
             (Signal::Thread(_), None) => true,
             (
                 Signal::Worker {
@@ -84,7 +82,7 @@ impl Signal {
         match self {
             Signal::Thread(t) => t.wait(),
             Signal::Worker { latch, .. } => {
-                let worker = WorkerThread::current()
+                let worker = context::worker()
                     .expect("a worker's block_on signal is only waited on by that worker");
                 let start = worker.trace_now();
                 worker.wait_until(latch);
@@ -115,42 +113,22 @@ impl Wake for Signal {
     }
 }
 
-// Under loom, model threads share one OS thread and so its thread-locals:
-// there is no cache there, and each `block_on` makes its own signal.
-#[cfg(not(loom))]
-thread_local! {
-    /// This thread's signal, while no `block_on` borrows it.
-    static CACHED: Cell<Option<Arc<Signal>>> = const { Cell::new(None) };
-}
-
 /// Gives the borrowed signal back to the thread's cache, also on a panic.
-#[cfg(not(loom))]
 struct Lend(Option<Arc<Signal>>);
 
-#[cfg(not(loom))]
 impl Drop for Lend {
     fn drop(&mut self) {
-        let signal = self.0.take();
-        CACHED.with(|c| {
-            let previous = c.replace(signal);
-            if previous.is_some() {
-                // A nested call already returned its own: keep that one.
-                c.set(previous);
-            }
-        });
+        if let Some(signal) = self.0.take() {
+            context::return_block_on_signal(signal);
+        }
     }
 }
 
 /// Run `future` to completion on this thread.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    #[cfg(not(loom))]
-    let cached = CACHED.with(Cell::take);
-    #[cfg(loom)]
-    let cached: Option<Arc<Signal>> = None;
-    let signal = cached
+    let signal = context::take_block_on_signal()
         .filter(|s| s.fits_current_thread())
         .unwrap_or_else(Signal::for_current_thread);
-    #[cfg(not(loom))]
     let lend = Lend(Some(Arc::clone(&signal)));
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);
@@ -162,7 +140,6 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
         }
         signal.wait();
     };
-    #[cfg(not(loom))]
     drop(lend);
     output
 }

@@ -43,7 +43,7 @@
 //! `SeqCst`, as in Rayon, so they also take part in the single order of the
 //! sleep protocol's fences.
 
-use crate::sleep::SleepState;
+use super::state::SleepState;
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Nobody waits and nothing was signalled.

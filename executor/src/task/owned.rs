@@ -25,8 +25,8 @@
 //!   finished task keeps its entry (and so its allocation): at most
 //!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
 
+use super::header::{header_of, TaskHeader};
 use crate::sync::Mutex;
-use crate::task::TaskHeader;
 use crossbeam_utils::CachePadded;
 use std::task::Waker;
 
@@ -190,7 +190,7 @@ impl OwnedTasks {
                     // `note_waker` before `insert` (`Registry::spawn_with`),
                     // and the entry, which we hold under the lock, keeps it
                     // and its task alive while `f` reads the header.
-                    f(unsafe { crate::task::header_of(waker) });
+                    f(unsafe { header_of(waker) });
                 }
             }
         }

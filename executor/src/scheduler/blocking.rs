@@ -19,8 +19,9 @@
 //!   nothing is queued any more (a late closure is dropped at once, which
 //!   cancels it).
 
-use crate::registry::Registry;
-use crate::task::Runnable;
+use super::registry::Registry;
+use crate::context;
+use crate::task::{cancel, Runnable};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -84,7 +85,7 @@ impl BlockingPool {
         if st.drained {
             // The pool is gone: cancel it (its future is dropped).
             drop(st);
-            crate::task::cancel(runnable);
+            cancel(runnable);
             return;
         }
         st.queue.push_back(runnable);
@@ -107,7 +108,7 @@ impl BlockingPool {
             builder = builder.stack_size(bytes);
         }
         let r = Arc::clone(registry);
-        match builder.spawn(move || r.blocking.run_thread(&r, id)) {
+        match builder.spawn(move || r.blocking().run_thread(&r, id)) {
             Ok(handle) => {
                 st.next_id += 1;
                 st.threads += 1;
@@ -118,7 +119,7 @@ impl BlockingPool {
                 // leave its handle waiting forever.
                 let runnable = st.queue.pop_back();
                 drop(st);
-                runnable.into_iter().for_each(crate::task::cancel);
+                runnable.into_iter().for_each(cancel);
             }
             Err(_) => {} // a running thread will get to it
         }
@@ -126,7 +127,7 @@ impl BlockingPool {
 
     /// The body of one blocking thread.
     fn run_thread(&self, registry: &Arc<Registry>, id: usize) {
-        let _current = crate::pool::enter_blocking_thread(registry);
+        let _current = context::enter_blocking_thread(registry);
         let mut st = self.state.lock();
         'work: loop {
             while !st.shutdown {
@@ -136,7 +137,7 @@ impl BlockingPool {
                 drop(st);
                 // Panics of the closure are caught inside `TaskFuture`.
                 let id = runnable.metadata().id;
-                crate::trace::with_current_task(id, || runnable.run());
+                context::with_blocking_task(id, || runnable.run());
                 st = self.state.lock();
             }
             if st.shutdown {

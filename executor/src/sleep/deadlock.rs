@@ -14,25 +14,22 @@
 //! * The handler runs on the thread whose change caused the event, while the
 //!   lock is held (as in Rayon): a handler that called `mark_blocked` or
 //!   `mark_unblocked` would deadlock on that lock, so those calls panic with
-//!   a message instead (`IN_HANDLER`).
+//!   a message instead. The pool wraps the user's handler in one that marks
+//!   the thread as running it (`context::run_deadlock_handler`; every
+//!   thread-local lives in `context.rs`, above this floor).
 //! * A panic of the handler never unwinds through the sleep protocol: it is
 //!   caught, and passed on only to a `mark_blocked` caller (user code).
 //! * Only pools built with a handler keep these counts; others pay nothing.
 
+use crate::unwind::discard;
 use parking_lot::Mutex;
 use std::any::Any;
-use std::cell::Cell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// The user's deadlock handler.
+/// The deadlock handler (the user's, wrapped by the pool).
 pub(crate) type Handler = Arc<dyn Fn() + Send + Sync + 'static>;
-
-thread_local! {
-    /// True while this thread runs a deadlock handler.
-    static IN_HANDLER: Cell<bool> = const { Cell::new(false) };
-}
 
 /// The counts of the seed's `SleepData`.
 #[derive(Debug)]
@@ -98,7 +95,7 @@ impl DeadlockDetector {
         // sleeping worker has nobody to pass it to. Its payload is dropped
         // outside the lock, and a panic of that drop is caught too.
         if let Some(payload) = panic {
-            crate::task::discard(payload);
+            discard(payload);
         }
     }
 
@@ -119,22 +116,7 @@ impl DeadlockDetector {
             return None;
         }
         self.events.fetch_add(1, Ordering::Relaxed);
-        IN_HANDLER.with(|h| h.set(true));
-        let result = catch_unwind(AssertUnwindSafe(|| (self.handler)()));
-        IN_HANDLER.with(|h| h.set(false));
-        result.err()
-    }
-}
-
-/// Panic if this thread is running a deadlock handler: `what` would lock the
-/// state the handler already holds.
-pub(crate) fn forbid_in_handler(what: &str) {
-    if IN_HANDLER.with(Cell::get) {
-        panic!(
-            "pool::{what}() called from the deadlock handler: the handler runs while the \
-             pool's deadlock state is locked, so it must not call mark_blocked() or \
-             mark_unblocked(); unblock the waiting worker instead (send it a message)"
-        );
+        catch_unwind(AssertUnwindSafe(|| (self.handler)())).err()
     }
 }
 

@@ -11,8 +11,12 @@
 //! * Counters are statistics, never protocol state: `Relaxed` is enough, and
 //!   a snapshot taken while the pool runs is a sum of recent values, not an
 //!   atomic cut.
+//! * Sleeps, and the sleeps in the I/O driver that the driver ended itself,
+//!   are counted by the sleep manager (`SleepState`), which adds them in
+//!   (`Registry::metrics`); every other wakeup is counted here, by the
+//!   thread that woke the sleeper.
 
-use crate::trace::TaskId;
+use crate::task::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
@@ -83,7 +87,6 @@ pub(crate) struct WorkerStats {
     pub(crate) polls: AtomicU64,
     pub(crate) steals: AtomicU64,
     pub(crate) injected: AtomicU64,
-    pub(crate) sleeps: AtomicU64,
     pub(crate) wakeups: AtomicU64,
     pub(crate) driver_polls: AtomicU64,
     pub(crate) rescued: AtomicU64,
@@ -147,7 +150,6 @@ impl WorkerStats {
         m.polls += get(&self.polls);
         m.steals += get(&self.steals);
         m.injected += get(&self.injected);
-        m.sleeps += get(&self.sleeps);
         m.wakeups += get(&self.wakeups);
         m.driver_polls += get(&self.driver_polls);
         m.rescued += get(&self.rescued);

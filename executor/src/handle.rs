@@ -1,0 +1,159 @@
+//! `Handle`: a cheap, cloneable reference to a pool.
+
+use crate::context;
+use crate::scheduler::{Metrics, Registry};
+use crate::task::JoinHandle;
+use crate::trace::dump::{self, TaskInfo};
+use std::fmt;
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+
+/// A cheap, cloneable reference to a pool, to spawn onto it from anywhere.
+///
+/// A `Handle` keeps the pool reachable, not alive: once its [`Pool`](crate::Pool) is
+/// dropped, tasks spawned through the handle are cancelled at once.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let handle = pool.handle();
+/// let from_thread = std::thread::spawn(move || handle.spawn(async { 5 }))
+///     .join()
+///     .unwrap();
+/// assert_eq!(pool.block_on(from_thread).unwrap(), 5);
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl Handle {
+    /// The current pool (see the crate docs); starts the global pool if that
+    /// is the current one and it is not running yet.
+    ///
+    /// # Panics
+    ///
+    /// If the global pool has to start and `POOL_WORKER_THREADS` is set to
+    /// something other than a positive integer, or its threads fail to start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(2).build().unwrap();
+    /// let workers = pool.block_on(async { pool::Handle::current().metrics().workers });
+    /// assert_eq!(workers, 2);
+    /// ```
+    pub fn current() -> Handle {
+        context::with_current(|registry| Handle {
+            registry: Arc::clone(registry),
+        })
+    }
+
+    /// The current pool, or `None` where that would be the global pool and it
+    /// has not started yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// assert!(pool.block_on(async { pool::Handle::try_current() }).is_some());
+    /// ```
+    pub fn try_current() -> Option<Handle> {
+        context::try_current().map(|registry| Handle { registry })
+    }
+
+    /// Spawn a task onto this handle's pool; see [`Pool::spawn`](crate::Pool::spawn).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.handle().spawn(async { 3 });
+    /// assert_eq!(pool.block_on(h).unwrap(), 3);
+    /// ```
+    #[track_caller]
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.registry.spawn(future, Location::caller())
+    }
+
+    /// Run a blocking closure on the pool's blocking threads; see
+    /// [`spawn_blocking`](crate::spawn_blocking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.handle().spawn_blocking(|| 2 + 2);
+    /// assert_eq!(pool.block_on(h).unwrap(), 4);
+    /// ```
+    #[track_caller]
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.registry.spawn_blocking(f, Location::caller())
+    }
+
+    /// A snapshot of the pool's counters; see [`Pool::metrics`](crate::Pool::metrics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(2).build().unwrap();
+    /// assert_eq!(pool.handle().metrics().workers, 2);
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        self.registry.metrics()
+    }
+
+    /// Every live task of the pool, now; see [`Pool::tasks`](crate::Pool::tasks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let handle = pool.handle();
+    /// let _task = handle.spawn(std::future::pending::<()>());
+    /// assert_eq!(handle.tasks().len(), 1);
+    /// ```
+    pub fn tasks(&self) -> Vec<TaskInfo> {
+        dump::collect(&self.registry)
+    }
+}
+
+impl futures::task::Spawn for Handle {
+    fn spawn_obj(
+        &self,
+        future: futures::task::FutureObj<'static, ()>,
+    ) -> Result<(), futures::task::SpawnError> {
+        if self.registry.is_shutting_down() {
+            return Err(futures::task::SpawnError::shutdown());
+        }
+        // Dropping the handle detaches the task.
+        drop(self.registry.spawn(future, Location::caller()));
+        Ok(())
+    }
+
+    fn status(&self) -> Result<(), futures::task::SpawnError> {
+        if self.registry.is_shutting_down() {
+            Err(futures::task::SpawnError::shutdown())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("workers", &self.registry.num_workers())
+            .finish_non_exhaustive()
+    }
+}

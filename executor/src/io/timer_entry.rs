@@ -1,0 +1,88 @@
+//! `TimerEntry`: one timer in the current pool's timer store, as a future
+//! of `time/` (`Sleep`) holds it.
+//!
+//! # Invariants
+//!
+//! * The entry belongs to the driver of the pool that was current when it
+//!   was made, and keeps that driver alive.
+//! * At most one registration at a time: it holds the key and a clone of
+//!   the waker stored with it, so a poll with the same waker costs no lock,
+//!   and a poll with another replaces the stored one.
+//! * Dropping or cancelling the entry takes its timer out of the store.
+//! * A deadline is never early: `poll_until` is ready only once `deadline`
+//!   has passed, or the driver shut down (the pool is gone).
+
+use super::driver::Driver;
+use super::timers::{Inserted, TimerKey};
+use crate::context;
+use crate::sleep::Park;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+pub(crate) struct TimerEntry {
+    driver: Arc<Driver>,
+    /// The registered timer and the waker it holds, once polled.
+    registered: Option<(TimerKey, Waker)>,
+}
+
+impl TimerEntry {
+    /// An entry in the current pool's timer store, not registered yet.
+    pub(crate) fn new() -> TimerEntry {
+        TimerEntry {
+            driver: context::io_driver(),
+            registered: None,
+        }
+    }
+
+    /// Is a timer registered?
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registered.is_some()
+    }
+
+    /// Take the timer out of the store, if one is registered.
+    pub(crate) fn cancel(&mut self) {
+        if let Some((key, _)) = self.registered.take() {
+            self.driver.timers.remove(key);
+        }
+    }
+
+    /// Ready once `deadline` has passed (or the pool is gone); until then
+    /// the timer is registered with `cx`'s waker.
+    pub(crate) fn poll_until(&mut self, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
+        if Instant::now() >= deadline || self.driver.is_shut_down() {
+            self.cancel();
+            return Poll::Ready(());
+        }
+        let timers = &self.driver.timers;
+        match &mut self.registered {
+            None => match timers.insert(deadline, cx.waker().clone()) {
+                Inserted::Yes { key, unpark } => {
+                    if unpark {
+                        self.driver.unpark();
+                    }
+                    self.registered = Some((key, cx.waker().clone()));
+                }
+                Inserted::ShutDown => return Poll::Ready(()),
+            },
+            Some((key, waker)) => {
+                if !waker.will_wake(cx.waker()) {
+                    if !timers.update(*key, cx.waker()) {
+                        // Not before the deadline (checked above): the
+                        // store shut down.
+                        self.registered = None;
+                        return Poll::Ready(());
+                    }
+                    waker.clone_from(cx.waker());
+                }
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for TimerEntry {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}

@@ -1,0 +1,122 @@
+//! `Config`: what a pool is started with, and the check of every value.
+//! The public `Builder` fills one in; so does the global pool, from its
+//! environment variables (`global.rs`).
+//!
+//! # Invariants
+//!
+//! * `check` looks at every value before any thread starts; a value out of
+//!   range is an `io::Error` of kind `InvalidInput` that names the
+//!   `Builder` setter and the allowed range.
+
+use super::blocking::BlockingConfig;
+use super::watcher::Look;
+use crate::sleep::{DeadlockHandler, THREADS_MAX};
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+/// What a worker's thread-start and thread-stop hooks are.
+pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
+
+/// The name workers get when `Builder::thread_name` is not called.
+const DEFAULT_THREAD_NAME: &str = "pool-worker";
+
+/// The default cap on blocking threads.
+const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+
+/// How long a blocking thread waits for work before it exits, by default.
+const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// A pool's settings (the `Builder`'s, one field per setter).
+pub(crate) struct Config {
+    /// `None`: one worker per available CPU.
+    pub(crate) worker_threads: Option<usize>,
+    pub(crate) stack_size: Option<usize>,
+    pub(crate) on_thread_start: Option<Hook>,
+    pub(crate) on_thread_stop: Option<Hook>,
+    /// The user's handler (the registry wraps it, see `Registry::new`).
+    pub(crate) deadlock_handler: Option<DeadlockHandler>,
+    /// The blocking pool's settings, the thread name prefix among them.
+    pub(crate) blocking: BlockingConfig,
+    /// What the watcher runs at each look besides its rescues (the stall
+    /// detector, `Builder::on_stall`).
+    pub(crate) look: Option<Box<dyn Look>>,
+    /// `Builder::trace`: where to write the timeline.
+    pub(crate) trace: Option<PathBuf>,
+}
+
+impl Config {
+    /// Every setting at its default.
+    pub(crate) fn new() -> Config {
+        Config {
+            worker_threads: None,
+            stack_size: None,
+            on_thread_start: None,
+            on_thread_stop: None,
+            deadlock_handler: None,
+            blocking: BlockingConfig {
+                max_threads: DEFAULT_MAX_BLOCKING_THREADS,
+                keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
+                thread_name: DEFAULT_THREAD_NAME.to_string(),
+                stack_size: None,
+            },
+            look: None,
+            trace: None,
+        }
+    }
+
+    /// The prefix of every thread name of the pool.
+    pub(crate) fn thread_name(&self) -> &str {
+        &self.blocking.thread_name
+    }
+
+    /// Check every value (creating the trace file, so that a path that
+    /// cannot be written is an error now, not a lost trace at the end);
+    /// returns the number of workers.
+    pub(crate) fn check(&mut self) -> io::Result<usize> {
+        let workers = match self.worker_threads {
+            Some(n) => n,
+            None => thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if workers == 0 || workers > THREADS_MAX {
+            return Err(invalid_input(format!(
+                "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
+            )));
+        }
+        if self.blocking.max_threads == 0 {
+            return Err(invalid_input(
+                "max_blocking_threads must be at least 1 (spawn_blocking needs a thread), got 0"
+                    .to_string(),
+            ));
+        }
+        if let Some(path) = &self.trace {
+            if path.as_os_str().is_empty() {
+                return Err(invalid_input(
+                    "trace path must name a file to write the timeline to, got an empty path"
+                        .to_string(),
+                ));
+            }
+            if let Err(e) = std::fs::File::create(path) {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("trace: cannot create {}: {e}", path.display()),
+                ));
+            }
+        }
+        if self.stack_size == Some(0) {
+            return Err(invalid_input(
+                "stack_size must be at least 1 byte (the OS rounds it up to its minimum), got 0"
+                    .to_string(),
+            ));
+        }
+        self.blocking.stack_size = self.stack_size;
+        Ok(workers)
+    }
+}
+
+/// An `InvalidInput` error with `message`.
+pub(crate) fn invalid_input(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}

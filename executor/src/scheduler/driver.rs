@@ -1,0 +1,47 @@
+//! What the scheduler needs of its pool's I/O driver, which lives a floor
+//! above it (`io/`).
+//!
+//! The sleep protocol blocks one sleeper in the driver through
+//! [`Park`](crate::sleep::Park); besides that the scheduler makes the
+//! driver with the pool, polls it without blocking while the workers are
+//! busy, and shuts it down with the pool: [`IoDriver`]. The I/O floor names
+//! its type here by implementing [`Binding`] for [`Bound`], and [`Driver`]
+//! is the type that resolves to, so the registry holds the driver itself
+//! (no trait object, no dynamic call on a worker's poll) and gives it, as
+//! that type, back to the sockets and timers of `io/` (`Registry::io_driver`)
+//! while no file of the scheduler imports `io/`.
+
+use crate::sleep::Park;
+use std::io;
+use std::task::Waker;
+
+/// A pool's I/O driver, as the scheduler uses it.
+pub(crate) trait IoDriver: Park + Sized + 'static {
+    /// A driver for a new pool.
+    fn new() -> io::Result<Self>;
+
+    /// Is there anything a poll could find (a registered source, a pending
+    /// timer)? A hint, so that the workers of a pool without I/O never poll.
+    fn has_interest(&self) -> bool;
+
+    /// The holder (`Park::try_acquire`): poll without blocking; the wakers
+    /// of what became ready go into `wakers`.
+    fn poll_now(&self, wakers: &mut Vec<Waker>);
+
+    /// The pool is gone: wake every registered source (its waits now fail)
+    /// and every timer (it completes) into `wakers`, and refuse new ones.
+    fn shut_down(&self, wakers: &mut Vec<Waker>);
+}
+
+/// Names the driver's type for the scheduler: implemented once, by the I/O
+/// floor, for [`Bound`] (`io/driver.rs`).
+pub(crate) trait Binding {
+    /// The pool's I/O driver: `io::Driver`.
+    type Driver: IoDriver;
+}
+
+/// What [`Binding`] is implemented for: a type with no values.
+pub(crate) enum Bound {}
+
+/// The I/O driver's type, as the scheduler names it.
+pub(crate) type Driver = <Bound as Binding>::Driver;

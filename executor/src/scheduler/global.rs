@@ -1,0 +1,78 @@
+//! The global pool: the current pool where no other is (`context.rs`),
+//! started on first use and never shut down.
+//!
+//! It has one worker per available CPU unless `POOL_WORKER_THREADS` says
+//! otherwise, names its threads `pool-global-*`, and records its timeline
+//! when `POOL_TRACE=path` is set, writing it at process exit.
+
+use super::config::Config;
+use super::registry::Registry;
+use super::start::{start, Threads};
+use std::sync::{Arc, OnceLock};
+
+/// The environment variable that sets the global pool's worker count.
+const WORKER_THREADS_ENV: &str = "POOL_WORKER_THREADS";
+
+/// The environment variable that traces the global pool (`Builder::trace`).
+const TRACE_ENV: &str = "POOL_TRACE";
+
+/// The global pool's registry and threads (never joined: the pool lives as
+/// long as the process).
+static GLOBAL: OnceLock<(Arc<Registry>, Threads)> = OnceLock::new();
+
+/// The global pool, started on first use.
+///
+/// # Panics
+///
+/// If `POOL_WORKER_THREADS` is set to something other than a positive
+/// integer, or the pool fails to start; the message says which.
+pub(crate) fn global() -> &'static Arc<Registry> {
+    &GLOBAL
+        .get_or_init(|| {
+            let mut config = Config::new();
+            config.blocking.thread_name = "pool-global".to_string();
+            config.worker_threads = worker_threads_from_env();
+            let trace = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty());
+            config.trace = trace.clone().map(Into::into);
+            let pool = start(config)
+                .unwrap_or_else(|e| panic!("pool: the global pool failed to start: {e}"));
+            if trace.is_some() {
+                // The global pool is never dropped: write its trace at exit.
+                // SAFETY: `write_global_trace` is an `extern "C" fn()` that
+                // does not unwind (it catches panics).
+                if unsafe { libc::atexit(write_global_trace) } != 0 {
+                    eprintln!("pool: {TRACE_ENV} is set but the trace cannot be written at exit");
+                }
+            }
+            pool
+        })
+        .0
+}
+
+/// The global pool, if it has started.
+pub(crate) fn try_global() -> Option<&'static Arc<Registry>> {
+    GLOBAL.get().map(|(registry, _)| registry)
+}
+
+/// At process exit: write the global pool's timeline (its workers may still
+/// be running: see `timeline.rs` for why that is sound).
+extern "C" fn write_global_trace() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(timeline) = try_global().and_then(|r| r.timeline()) {
+            timeline.write();
+        }
+    });
+}
+
+/// `POOL_WORKER_THREADS`, if set; a value that is not a positive integer is a
+/// panic that names the variable and the value.
+fn worker_threads_from_env() -> Option<usize> {
+    let value = std::env::var_os(WORKER_THREADS_ENV)?;
+    match value.to_str().and_then(|s| s.trim().parse::<usize>().ok()) {
+        Some(n) if n > 0 => Some(n),
+        _ => panic!(
+            "{WORKER_THREADS_ENV} must be a positive integer (the global pool's worker count), \
+             got {value:?}"
+        ),
+    }
+}

@@ -1,0 +1,311 @@
+//! `Registry`: the state one pool shares between its workers, its handles and
+//! its tasks.
+//!
+//! # Invariants
+//!
+//! * Every runnable enters through `schedule_task` (`spawn.rs`): on a
+//!   worker thread of this pool it goes to that worker
+//!   (`WorkerThread::schedule_local`: its LIFO slot or its deque; a push
+//!   onto the deque tickles the sleep manager as an internal job, no fence);
+//!   anywhere else it goes into the injector (`inject`) and tickles as an
+//!   injected job (after the seq-cst fence).
+//! * Blocking tasks (`spawn_blocking`) enter through their own schedule
+//!   function, into the blocking pool's queue: they never reach a worker.
+//! * Once shutdown has begun, new spawns are cancelled at once, and no
+//!   runnable is pushed without being dropped by the shutdown that follows
+//!   (`shutdown.rs` has the steps in order): a push into the injector that
+//!   lands after shutdown drained it is drained by the pusher itself.
+//! * Each task's metadata owns an `Arc<Registry>`; the registry owns the
+//!   queues that hold runnables. Shutdown empties the queues, which breaks
+//!   those cycles.
+//! * The fields are private: the other files of the scheduler, and the
+//!   floors above, read what they need through the methods here.
+
+use super::blocking::BlockingPool;
+use super::config::{Config, Hook};
+use super::driver::Driver;
+use super::job::JobRef;
+use super::lifo::LifoSlot;
+use super::metrics::{Metrics, WorkerStats};
+use super::shutdown::{self, ShutdownState};
+use super::timeline::Timeline;
+use super::worker::WorkerThread;
+use crate::context;
+use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Park, Sleep, WakeNote};
+use crate::task::{self, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
+use crossbeam_deque::{Injector, Stealer};
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// Per-worker state that other threads reach.
+pub(crate) struct WorkerInfo {
+    /// Set when the pool shuts down; the worker's main loop waits on it.
+    pub(super) terminate: CoreLatch,
+    /// Counted by the worker only.
+    pub(super) stats: CachePadded<WorkerStats>,
+    /// The other end of the worker's deque.
+    pub(super) stealer: Stealer<Runnable>,
+    /// The other end of the worker's fork-join job deque.
+    pub(super) job_stealer: Stealer<JobRef>,
+    /// The task the worker runs next (`lifo.rs`): the watcher may take it.
+    pub(super) lifo: LifoSlot<TaskHeader>,
+}
+
+pub(crate) struct Registry {
+    injector: Injector<Runnable>,
+    workers: Box<[WorkerInfo]>,
+    sleep: Sleep,
+    /// The I/O driver and timers; the sleep manager holds it too.
+    io: Arc<Driver>,
+    tasks: OwnedTasks,
+    /// Counted by threads that are not workers of this pool.
+    outside_stats: CachePadded<WorkerStats>,
+    shutdown: ShutdownState,
+    blocking: BlockingPool,
+    on_thread_start: Option<Hook>,
+    on_thread_stop: Option<Hook>,
+    /// The coarse clock of task ages, published by the watcher.
+    clock: CoarseClock,
+    /// The workers' timeline, when the pool is traced.
+    timeline: Option<Arc<Timeline>>,
+}
+
+/// The scheduler's registry is what owns tasks (`task::Schedule`).
+impl task::Binding for task::Bound {
+    type Scheduler = Registry;
+}
+
+impl task::Schedule for Registry {
+    fn live_tasks(&self) -> &OwnedTasks {
+        &self.tasks
+    }
+
+    /// At once on this worker's own shard (or from outside), batched on
+    /// another worker's (`WorkerThread::defer_removal`).
+    fn release(&self, slot: Slot) {
+        match self.local_worker() {
+            Some(w) if slot.shard != self.tasks.shard_of(w.index()) => w.defer_removal(slot),
+            _ => self.tasks.remove(slot),
+        }
+    }
+}
+
+impl Registry {
+    /// The registry of a pool with one worker per pair of `stealers`
+    /// (its task deque's and its job deque's), driven by `io`; `watch_wakes`
+    /// when the watcher runs a stall detector, which must see every wake.
+    pub(crate) fn new(
+        stealers: Vec<(Stealer<Runnable>, Stealer<JobRef>)>,
+        config: Config,
+        io: Arc<Driver>,
+        watch_wakes: bool,
+    ) -> Registry {
+        let n = stealers.len();
+        let timeline = config.trace.map(|path| Arc::new(Timeline::new(path, n)));
+        // The user's handler runs with this thread marked as in it, so that
+        // `mark_blocked` there panics instead of deadlocking.
+        let deadlock = config.deadlock_handler.map(|user| {
+            let handler: DeadlockHandler = Arc::new(move || context::run_deadlock_handler(&*user));
+            DeadlockDetector::new(n, handler)
+        });
+        let sleep = Sleep::new(
+            n,
+            deadlock,
+            Some(Arc::clone(&io) as Arc<dyn Park>),
+            timeline.clone().map(|t| t as Arc<dyn WakeNote>),
+        );
+        Registry {
+            injector: Injector::new(),
+            workers: stealers
+                .into_iter()
+                .map(|(stealer, job_stealer)| WorkerInfo {
+                    terminate: CoreLatch::new(),
+                    stats: CachePadded::new(WorkerStats::default()),
+                    stealer,
+                    job_stealer,
+                    lifo: LifoSlot::new(),
+                })
+                .collect(),
+            sleep: if watch_wakes {
+                sleep.watching_wakes()
+            } else {
+                sleep
+            },
+            io,
+            // Four shards per worker: outside spawns spread over them.
+            tasks: OwnedTasks::new(4 * n),
+            outside_stats: CachePadded::new(WorkerStats::default()),
+            shutdown: ShutdownState::new(),
+            blocking: BlockingPool::new(config.blocking),
+            on_thread_start: config.on_thread_start,
+            on_thread_stop: config.on_thread_stop,
+            clock: CoarseClock::default(),
+            timeline,
+        }
+    }
+
+    pub(crate) fn num_workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// What other threads reach of each worker.
+    #[inline]
+    pub(crate) fn workers(&self) -> &[WorkerInfo] {
+        &self.workers
+    }
+
+    /// The counters of worker `index` (the task it polls now among them).
+    pub(crate) fn worker_stats(&self, index: usize) -> &WorkerStats {
+        &self.workers[index].stats
+    }
+
+    #[inline]
+    pub(super) fn injector(&self) -> &Injector<Runnable> {
+        &self.injector
+    }
+
+    #[inline]
+    pub(crate) fn sleep(&self) -> &Sleep {
+        &self.sleep
+    }
+
+    /// The registry of live tasks.
+    #[inline]
+    pub(crate) fn tasks(&self) -> &OwnedTasks {
+        &self.tasks
+    }
+
+    pub(super) fn blocking(&self) -> &BlockingPool {
+        &self.blocking
+    }
+
+    pub(super) fn shutdown_state(&self) -> &ShutdownState {
+        &self.shutdown
+    }
+
+    /// The coarse clock of task ages.
+    #[inline]
+    pub(crate) fn clock(&self) -> &CoarseClock {
+        &self.clock
+    }
+
+    /// The workers' timeline, when the pool is traced.
+    #[inline]
+    pub(crate) fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_deref()
+    }
+
+    pub(super) fn on_thread_start(&self) -> Option<&Hook> {
+        self.on_thread_start.as_ref()
+    }
+
+    pub(super) fn on_thread_stop(&self) -> Option<&Hook> {
+        self.on_thread_stop.as_ref()
+    }
+
+    /// The I/O driver, for the workers' polls and shutdown (a new socket or
+    /// timer uses `io_driver`).
+    #[inline]
+    pub(super) fn io(&self) -> &Driver {
+        &self.io
+    }
+
+    /// The current thread as a worker of this pool, if it is one.
+    #[inline]
+    pub(super) fn local_worker(&self) -> Option<&WorkerThread> {
+        context::worker().filter(|w| std::ptr::eq(&**w.registry(), self))
+    }
+
+    /// Count `n` events: into `local`'s own counters when the caller is that
+    /// worker of this pool, else into the shared outside counters.
+    #[inline]
+    pub(super) fn count(
+        &self,
+        local: Option<&WorkerThread>,
+        counter: impl Fn(&WorkerStats) -> &AtomicU64,
+        n: u64,
+    ) {
+        match local {
+            Some(w) => w.stats().bump_owned(counter, n),
+            None => self.outside_stats.bump_shared(counter, n),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutdown.is_shutting_down()
+    }
+
+    /// The stall detector reported a poll.
+    pub(crate) fn count_stall(&self) {
+        self.outside_stats.bump_shared(|s| &s.stalls, 1);
+    }
+
+    /// Push a runnable from a thread that is not a worker of this pool.
+    pub(super) fn inject(&self, runnable: Runnable) {
+        self.injector.push(runnable);
+        self.outside_stats.bump_shared(|s| &s.injected, 1);
+        if self.is_shutting_down() {
+            // Nobody is left to wake. If shutdown already drained the
+            // injector, drain it here (see `ShutdownState::late_push`).
+            if self.shutdown.late_push() {
+                shutdown::drain_queues(self);
+            }
+            return;
+        }
+        let woken = self.sleep.new_injected_jobs(1);
+        if woken > 0 {
+            self.outside_stats.bump_shared(|s| &s.wakeups, woken as u64);
+        }
+    }
+
+    /// The watcher took `runnable` out of the LIFO slot of a worker whose
+    /// poll runs long: inject it, so a sleeper is woken for it.
+    pub(super) fn rescue(&self, runnable: Runnable) {
+        self.outside_stats.bump_shared(|s| &s.rescued, 1);
+        self.inject(runnable);
+    }
+
+    /// Is there work in the injector? This is the sleeper's final check: the
+    /// `is_empty` of crossbeam's injector reads head and tail with `SeqCst`,
+    /// the "ReadJob" of the fence argument.
+    pub(super) fn has_injected_jobs(&self) -> bool {
+        !self.injector.is_empty()
+    }
+
+    /// The pool's I/O driver, for a new socket or timer: the first such use
+    /// lets a sleeper block in the driver from then on (`Sleep::enable_driver`).
+    #[inline]
+    pub(crate) fn io_driver(&self) -> &Arc<Driver> {
+        let woken = self.sleep.enable_driver();
+        if woken > 0 {
+            self.count(self.local_worker(), |s| &s.wakeups, woken as u64);
+        }
+        &self.io
+    }
+
+    /// Wake worker `index` if it sleeps (its latch was set), and count it.
+    pub(crate) fn wake_worker(&self, index: usize) {
+        if self.sleep.wake_specific_thread(index) {
+            self.count(self.local_worker(), |s| &s.wakeups, 1);
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> Metrics {
+        let mut m = Metrics {
+            workers: self.num_workers(),
+            ..Metrics::default()
+        };
+        for w in self.workers.iter() {
+            w.stats.add_to(&mut m);
+        }
+        self.outside_stats.add_to(&mut m);
+        let (sleeps, self_wakes) = self.sleep.sleep_counts();
+        m.sleeps += sleeps;
+        m.wakeups += self_wakes;
+        m.deadlocks = self.sleep.deadlock().map_or(0, DeadlockDetector::events);
+        m.blocking_threads = self.blocking.threads();
+        m
+    }
+}

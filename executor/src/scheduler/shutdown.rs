@@ -1,0 +1,204 @@
+//! Shutdown, in one place: the steps a pool takes when it is dropped (or
+//! `shutdown_timeout` is called, or its start failed half-way), in order.
+//!
+//! 1. **Refuse new work and stop everyone**: set `shutting_down` (new
+//!    spawns are cancelled at once), stop the watcher, tell the blocking
+//!    threads to start no queued closure, and set every worker's
+//!    termination latch (waking the sleepers).
+//! 2. **Wait for the workers** to leave their loops, bounded by the timeout
+//!    if any, and join them; join the watcher. A worker leaving drops what is
+//!    left in its LIFO slot and deque, and runs its leftover fork-join jobs.
+//! 3. **Write the timeline**, if the pool is traced (its workers are gone,
+//!    so every event is whole).
+//! 4. **Wait for the running blocking closures**, within the same bound.
+//! 5. **Drop every task that did not complete**: close the registry of live
+//!    tasks and wake each one still registered (which queues it), drain the
+//!    blocking queue, the injector and every deque, dropping the runnables;
+//!    then shut the I/O driver down (sockets fail, timers complete).
+//!
+//! # Invariants
+//!
+//! * The steps run once per pool (`Threads::shut_down`).
+//! * Each unfinished future is dropped exactly once, and its `JoinHandle`
+//!   gives `cancelled`.
+//! * No runnable pushed after step 1 outlives the shutdown: a push into the
+//!   injector that lands after step 5 drained it is drained by its pusher
+//!   (`ShutdownState::late_push`, one fence on each side).
+//! * A pool dropped inside one of its own tasks does not wait for the worker
+//!   running that task: it exits when the task returns.
+
+use super::driver::IoDriver;
+use super::registry::Registry;
+use super::start::Threads;
+use super::worker::steal_one;
+use crate::context;
+use crate::sync::{fence, AtomicBool, Ordering};
+use crate::task::cancel;
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
+use std::task::Waker;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What every spawn and injection reads of a shutdown, and what the workers
+/// report to it.
+#[derive(Debug)]
+pub(crate) struct ShutdownState {
+    shutting_down: AtomicBool,
+    /// Set once step 5 has drained the queues.
+    drained: AtomicBool,
+    /// Workers that have left their main loop, for a bounded wait. (Not
+    /// part of the sleep protocol, so plain `parking_lot`.)
+    exited: Mutex<usize>,
+    exited_cond: Condvar,
+}
+
+impl ShutdownState {
+    pub(super) fn new() -> ShutdownState {
+        ShutdownState {
+            shutting_down: AtomicBool::new(false),
+            drained: AtomicBool::new(false),
+            exited: Mutex::new(0),
+            exited_cond: Condvar::new(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// A push into the injector landed after shutdown began: must its pusher
+    /// drain the queues itself? The fence pairs with the one in
+    /// `drop_unfinished_tasks`: either step 5's last drain sees the push, or
+    /// this load sees `drained`.
+    pub(super) fn late_push(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.drained.load(Ordering::SeqCst)
+    }
+
+    /// A worker left its main loop.
+    pub(super) fn worker_exited(&self) {
+        *self.exited.lock() += 1;
+        self.exited_cond.notify_one();
+    }
+
+    /// Wait until `expected` workers have exited, or until `deadline`. True
+    /// if they all did.
+    fn wait_for_exits(&self, expected: usize, deadline: Option<Instant>) -> bool {
+        let mut exited = self.exited.lock();
+        while *exited < expected {
+            match deadline {
+                None => self.exited_cond.wait(&mut exited),
+                Some(d) => {
+                    if self.exited_cond.wait_until(&mut exited, d).timed_out() {
+                        return *exited >= expected;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Shut down the pool of `registry`, whose threads are `threads`, waiting
+/// at most `timeout` for workers and blocking closures that are busy.
+pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout: Option<Duration>) {
+    if std::mem::replace(&mut threads.shut_down, true) {
+        return;
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+
+    // 1. Refuse new work and stop everyone.
+    registry
+        .shutdown_state()
+        .shutting_down
+        .store(true, Ordering::SeqCst);
+    registry.sleep().watcher().stop();
+    registry.blocking().begin_shutdown();
+    for (index, w) in registry.workers().iter().enumerate() {
+        if w.terminate.set() {
+            registry.wake_worker(index);
+        }
+    }
+
+    // 2. Wait for the workers and join them; join the watcher.
+    let own = context::worker().filter(|w| Arc::ptr_eq(w.registry(), registry));
+    let expected = threads.workers.len() - usize::from(own.is_some());
+    let all_exited = registry.shutdown_state().wait_for_exits(expected, deadline);
+    let me = thread::current().id();
+    for t in threads.workers.drain(..) {
+        if t.thread().id() != me && (all_exited || t.is_finished()) {
+            // A worker that panicked (in a thread hook) already reported
+            // its panic; there is nothing more to do with it here.
+            let _ = t.join();
+        }
+    }
+    if let Some(watcher) = threads.watcher.take() {
+        // Step 1 stopped it; it returns from its next wait at once.
+        if watcher.thread().id() != me {
+            let _ = watcher.join();
+        }
+    }
+
+    // 3. Write the timeline.
+    if let Some(timeline) = registry.timeline() {
+        timeline.write();
+    }
+
+    // 4. Wait for the running blocking closures.
+    registry.blocking().wait_for_threads(deadline);
+
+    // 5. Drop every task that did not complete.
+    drop_unfinished_tasks(registry);
+}
+
+/// Step 5. Each live task is woken, which queues its runnable; every queue
+/// is then drained and its runnables dropped, which drops their futures
+/// exactly once.
+fn drop_unfinished_tasks(registry: &Registry) {
+    for waker in registry.tasks().close_and_drain() {
+        waker.wake();
+    }
+    registry.blocking().drain().into_iter().for_each(cancel);
+    drain_queues(registry);
+    registry
+        .shutdown_state()
+        .drained
+        .store(true, Ordering::SeqCst);
+    // Pairs with the fence of `ShutdownState::late_push`: a push this drain
+    // missed is drained by its pusher.
+    fence(Ordering::SeqCst);
+    drain_queues(registry);
+    // Sockets and timers that outlive the pool: their waits fail (or, for
+    // timers, complete) from now on. Their wakers belong to tasks of other
+    // pools or to outside threads (this pool's tasks are gone).
+    let mut wakers = Vec::new();
+    registry.io().shut_down(&mut wakers);
+    wakers.into_iter().for_each(Waker::wake);
+}
+
+/// Drop every runnable in the injector and in the deques and LIFO slots of
+/// workers that did not exit in time (through their stealers).
+pub(super) fn drain_queues(registry: &Registry) {
+    loop {
+        let mut dropped_any = false;
+        while let Some(runnable) = steal_one(|| registry.injector().steal()) {
+            cancel(runnable);
+            dropped_any = true;
+        }
+        for w in registry.workers() {
+            if let Some(runnable) = w.lifo.take() {
+                cancel(runnable);
+                dropped_any = true;
+            }
+            while let Some(runnable) = steal_one(|| w.stealer.steal()) {
+                cancel(runnable);
+                dropped_any = true;
+            }
+        }
+        if !dropped_any {
+            break;
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Spawning: how a future becomes a task of the pool, and the schedule
+//! functions through which every runnable enters it.
+//!
+//! # Invariants
+//!
+//! * A task is one `async_task` allocation: its `TaskHeader` (owning an
+//!   `Arc<Registry>`), a schedule function that captures nothing (a fn item:
+//!   zero-sized, so it costs the task no bytes) and its `TaskFuture`.
+//! * A task is registered in the live tasks (`OwnedTasks`) before it is
+//!   first scheduled; a spawn after shutdown began, or into a closed
+//!   registry, is cancelled at once.
+//! * Every runnable enters through `schedule_task` (on this pool's worker:
+//!   `WorkerThread::schedule_local`; elsewhere: `Registry::inject`), or, for
+//!   a `spawn_blocking` closure, through `schedule_blocking`, into the
+//!   blocking pool's queue and never onto a worker.
+
+use super::blocking::BlockingTask;
+use super::registry::Registry;
+use crate::context;
+use crate::task::{cancel, note_waker, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId};
+use async_task::{ScheduleInfo, WithInfo};
+use std::future::Future;
+use std::panic::Location;
+use std::sync::Arc;
+
+impl Registry {
+    /// Spawn `future` onto this pool; `at` is where the user called spawn.
+    #[inline]
+    pub(crate) fn spawn<F>(
+        self: &Arc<Self>,
+        future: F,
+        at: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let local = self.local_worker();
+        self.count(local, |s| &s.spawned, 1);
+        let (shard_hint, id) = match local {
+            Some(w) => (w.index(), w.next_task_id()),
+            None => context::outside_spawn(),
+        };
+        self.spawn_with(future, schedule_task, shard_hint, (id, at, false))
+    }
+
+    /// Run `f` on this pool's blocking threads.
+    pub(crate) fn spawn_blocking<F, R>(
+        self: &Arc<Self>,
+        f: F,
+        at: &'static Location<'static>,
+    ) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let (shard_hint, id) = context::outside_spawn();
+        self.spawn_with(
+            BlockingTask::new(f),
+            schedule_blocking,
+            shard_hint,
+            (id, at, true),
+        )
+    }
+
+    /// Make a task of `future` whose runnable goes to `schedule`, register
+    /// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
+    /// so it costs the task no bytes.
+    #[inline]
+    fn spawn_with<F, S>(
+        self: &Arc<Self>,
+        future: F,
+        schedule: S,
+        shard_hint: usize,
+        (id, at, blocking): (TaskId, &'static Location<'static>, bool),
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+    {
+        let builder = async_task::Builder::new().metadata(TaskHeader::new(
+            Arc::clone(self),
+            id,
+            at,
+            blocking,
+            self.clock().now(),
+        ));
+        // SAFETY: `spawn_unchecked`'s obligations, one by one:
+        // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
+        //   because `TaskHeader: Sync`), so the `Runnable` may move between
+        //   threads;
+        // - it is not `'static` only because it borrows the task's own
+        //   metadata, which async-task allows; it borrows nothing else;
+        // - the schedule function is `Send + Sync + 'static` (a fn item), so
+        //   wakers may be used and dropped anywhere.
+        let (runnable, task) = unsafe {
+            builder.spawn_unchecked(
+                move |header: &TaskHeader| TaskFuture::new(future, header),
+                WithInfo(schedule),
+            )
+        };
+        let handle = JoinHandle::new(task);
+        if self.is_shutting_down() {
+            // Dropping the runnable drops the future: the handle reports
+            // `cancelled`.
+            cancel(runnable);
+            return handle;
+        }
+        let waker = runnable.waker();
+        note_waker(&waker, runnable.metadata());
+        match self.tasks().insert(shard_hint, waker) {
+            Some(slot) => runnable.metadata().set_slot(slot),
+            None => {
+                cancel(runnable);
+                return handle;
+            }
+        }
+        runnable.schedule();
+        handle
+    }
+}
+
+/// The schedule function of every task (`spawn`). It captures nothing, and
+/// so must not rely on the task's own `Arc<Registry>` once it has handed the
+/// runnable on: a worker may run it to completion and free it at once
+/// (async-task keeps a zero-sized schedule function's task alive only for
+/// the caller's reference, which a by-value wake moves into the runnable).
+/// So the registry it works with after the hand-off is kept alive by its own
+/// reference: the worker's, or a clone.
+fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
+    runnable.metadata().mark_scheduled();
+    let registry = Arc::as_ptr(runnable.metadata().owner());
+    match context::worker().filter(|w| std::ptr::eq(Arc::as_ptr(w.registry()), registry)) {
+        Some(worker) => worker.schedule_local(runnable, info),
+        None => Arc::clone(runnable.metadata().owner()).inject(runnable),
+    }
+}
+
+/// The schedule function of blocking tasks (`spawn_blocking`): into the
+/// blocking pool's queue, never onto a worker. Keeps its own reference to the
+/// registry for the reason given at `schedule_task`.
+fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
+    runnable.metadata().mark_scheduled();
+    let registry = Arc::clone(runnable.metadata().owner());
+    registry.blocking().schedule(&registry, runnable);
+}

@@ -1,0 +1,95 @@
+//! Starting a pool: its registry, one thread per worker and the watcher.
+//!
+//! # Invariants
+//!
+//! * Every value of the `Config` is checked before any thread starts.
+//! * `start` either returns a pool whose every thread started, or an error
+//!   after shutting down what it had started: the threads started so far
+//!   are held by a guard (`Starting`, Rayon's `Terminator` pattern) whose
+//!   drop runs the pool's shutdown (`shutdown.rs`), so every way out of
+//!   `start` but success stops and joins them.
+
+use super::config::Config;
+use super::driver::{Driver, IoDriver};
+use super::registry::Registry;
+use super::shutdown::shutdown;
+use super::{watcher, worker};
+use crossbeam_deque::Worker;
+use std::io;
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+
+/// The threads of a running pool, for its shutdown.
+#[derive(Debug, Default)]
+pub(crate) struct Threads {
+    pub(super) workers: Vec<JoinHandle<()>>,
+    /// The watcher thread (`watcher.rs`).
+    pub(super) watcher: Option<JoinHandle<()>>,
+    /// The shutdown ran (it runs once).
+    pub(super) shut_down: bool,
+}
+
+/// Shuts down what started, unless `start` got to the end.
+struct Starting<'a> {
+    registry: &'a Arc<Registry>,
+    threads: Threads,
+}
+
+impl Starting<'_> {
+    /// Everything started: disarm the guard.
+    fn finish(mut self) -> Threads {
+        let threads = std::mem::take(&mut self.threads);
+        std::mem::forget(self);
+        threads
+    }
+}
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        shutdown(self.registry, &mut self.threads, None);
+    }
+}
+
+/// Check `config` and start a pool with it.
+///
+/// # Errors
+///
+/// `InvalidInput` for a setting out of range, or the error of the I/O
+/// driver or of a thread that failed to start (after the threads already
+/// started were stopped and joined).
+pub(crate) fn start(mut config: Config) -> io::Result<(Arc<Registry>, Threads)> {
+    let workers = config.check()?;
+    let look = config.look.take();
+    let thread_name = config.thread_name().to_owned();
+    let stack_size = config.stack_size;
+    let deques: Vec<(Worker<_>, Worker<_>)> = (0..workers)
+        .map(|_| (Worker::new_fifo(), Worker::new_lifo()))
+        .collect();
+    let stealers = deques
+        .iter()
+        .map(|(tasks, jobs)| (tasks.stealer(), jobs.stealer()))
+        .collect();
+    let io = Arc::new(<Driver as IoDriver>::new()?);
+    let registry = Arc::new(Registry::new(stealers, config, io, look.is_some()));
+
+    let mut starting = Starting {
+        registry: &registry,
+        threads: Threads::default(),
+    };
+    for (index, (deque, jobs)) in deques.into_iter().enumerate() {
+        let mut builder = thread::Builder::new().name(format!("{thread_name}-{index}"));
+        if let Some(bytes) = stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        let r = Arc::clone(&registry);
+        let thread = builder.spawn(move || worker::main_loop(r, index, deque, jobs))?;
+        starting.threads.workers.push(thread);
+    }
+    let r = Arc::clone(&registry);
+    let watcher = thread::Builder::new()
+        .name(format!("{thread_name}-watcher"))
+        .spawn(move || watcher::run(r, look))?;
+    starting.threads.watcher = Some(watcher);
+    let threads = starting.finish();
+    Ok((registry, threads))
+}

@@ -1,0 +1,178 @@
+//! `JoinError`: why a task gave no output (it panicked, or was cancelled).
+//!
+//! # Invariants
+//!
+//! * `JoinError` is one pointer wide (cancellation is boxed too): a task's
+//!   output slot, `Result<T, JoinError>`, stays no wider than `T` when `T`
+//!   is small.
+//! * A panic payload is never dropped where its own panic could unwind: it
+//!   goes through `unwind::discard`.
+
+use crate::unwind::discard;
+use std::any::Any;
+use std::fmt;
+use std::sync::Mutex;
+
+/// Why a task gave no output: it panicked, or it was cancelled.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let err = pool.block_on(pool.spawn(async { panic!("boom") })).unwrap_err();
+/// assert!(err.is_panic());
+/// assert_eq!(err.to_string(), "task panicked: boom");
+/// ```
+pub struct JoinError {
+    /// Boxed, cancellation too: a non-null pointer, so that a task's output
+    /// slot (`Result<T, JoinError>`) is no wider than `T` when `T` is small
+    /// (8 bytes for `()`, where a null "cancelled" would take 16).
+    repr: Box<Repr>,
+}
+
+enum Repr {
+    Cancelled,
+    Panic(Panic),
+}
+
+struct Panic {
+    /// The payload, behind a lock only so that `JoinError` is `Sync`
+    /// (payloads are only `Send`); it is taken by `into_panic`.
+    payload: Mutex<Option<Box<dyn Any + Send + 'static>>>,
+    /// The panic message, when the payload is a string.
+    message: Option<String>,
+}
+
+impl JoinError {
+    pub(crate) fn cancelled() -> JoinError {
+        JoinError {
+            repr: Box::new(Repr::Cancelled),
+        }
+    }
+
+    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
+        let message = payload
+            .downcast_ref::<&'static str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        JoinError {
+            repr: Box::new(Repr::Panic(Panic {
+                payload: Mutex::new(Some(payload)),
+                message,
+            })),
+        }
+    }
+
+    /// True if the task was cancelled: aborted, or dropped by its pool's
+    /// shutdown before it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let h = pool.spawn(std::future::pending::<()>());
+    /// drop(pool); // shutdown drops the pending task
+    /// assert!(pool::block_on(h).unwrap_err().is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(*self.repr, Repr::Cancelled)
+    }
+
+    /// True if the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let err = pool.block_on(pool.spawn(async { panic!("oops") })).unwrap_err();
+    /// assert!(err.is_panic() && !err.is_cancelled());
+    /// ```
+    pub fn is_panic(&self) -> bool {
+        matches!(*self.repr, Repr::Panic(_))
+    }
+
+    /// The panic payload, to resume the panic elsewhere
+    /// (`std::panic::resume_unwind`).
+    ///
+    /// # Panics
+    ///
+    /// If the task was cancelled rather than panicked: check
+    /// [`is_panic`](JoinError::is_panic) first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let err = pool.block_on(pool.spawn(async { std::panic::panic_any(7u8) })).unwrap_err();
+    /// assert_eq!(*err.into_panic().downcast::<u8>().unwrap(), 7);
+    /// ```
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match &*self.repr {
+            Repr::Panic(panic) => panic
+                .payload
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take()
+                .expect("the payload is taken only here, once"),
+            Repr::Cancelled => {
+                panic!("JoinError::into_panic called on a cancelled task; check is_panic() first")
+            }
+        }
+    }
+}
+
+impl Drop for Panic {
+    /// A payload may itself panic when dropped: never let that unwind.
+    fn drop(&mut self) {
+        let payload = self
+            .payload
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(payload) = payload {
+            discard(payload);
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.repr {
+            Repr::Cancelled => f.write_str("task was cancelled"),
+            Repr::Panic(panic) => match &panic.message {
+                Some(m) => write!(f, "task panicked: {m}"),
+                None => f.write_str("task panicked"),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.repr {
+            Repr::Cancelled => f.write_str("JoinError::Cancelled"),
+            Repr::Panic(panic) => f
+                .debug_tuple("JoinError::Panic")
+                .field(&panic.message.as_deref().unwrap_or("<non-string payload>"))
+                .finish(),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    #[test]
+    fn join_error_is_one_pointer_wide() {
+        assert_eq!(
+            std::mem::size_of::<super::JoinError>(),
+            std::mem::size_of::<usize>()
+        );
+        // The niche of the boxed error: a unit output costs one word.
+        assert_eq!(
+            std::mem::size_of::<Result<crate::task::future::TaskOutput<()>, super::JoinError>>(),
+            std::mem::size_of::<usize>()
+        );
+    }
+}

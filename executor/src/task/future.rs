@@ -1,0 +1,165 @@
+//! `TaskFuture`: what a task actually runs, the user's future with panics
+//! caught and aborts honoured; `TaskOutput`, what the task stores; and
+//! `cancel`, how the pool ends a task it will never run normally.
+//!
+//! # Invariants
+//!
+//! * The future is dropped exactly once: by `TaskFuture::poll` as soon as it
+//!   completes, panics or is aborted (so a panic in its destructor becomes
+//!   the task's result), else by `TaskFuture`'s own drop (a runnable dropped
+//!   unrun). The pool cancels a runnable by aborting and running it
+//!   (`cancel`), which takes the first path.
+//! * No user destructor unwinds into the pool or into `async_task` (which
+//!   aborts the process on a panic in a destructor): the future, the output
+//!   (`TaskOutput`) and a panic payload are each dropped under
+//!   `catch_unwind`, and a panic there is caught and dropped in turn.
+//! * When the future is dropped the task leaves its pool's registry of live
+//!   tasks (`Registration`, through `Schedule::release`).
+
+use super::error::JoinError;
+use super::header::TaskHeader;
+use super::{Runnable, Schedule};
+use crate::unwind::discard;
+use pin_project_lite::pin_project;
+use std::any::Any;
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+pin_project! {
+    /// The future a task actually runs: the user's future, with panics
+    /// caught (in its polls and in its destructor) and aborts honoured.
+    pub(crate) struct TaskFuture<'a, F> {
+        // Dropped by hand, under `catch_unwind` (see the module invariants).
+        #[pin]
+        future: ManuallyDrop<F>,
+        future_dropped: bool,
+        // Declared after the future, so it is dropped after it.
+        registration: Registration<'a>,
+    }
+
+    impl<F> PinnedDrop for TaskFuture<'_, F> {
+        fn drop(this: Pin<&mut Self>) {
+            if let Some(payload) = this.drop_future() {
+                discard(payload);
+            }
+        }
+    }
+}
+
+impl<'a, F> TaskFuture<'a, F> {
+    pub(crate) fn new(future: F, header: &'a TaskHeader) -> Self {
+        TaskFuture {
+            future: ManuallyDrop::new(future),
+            future_dropped: false,
+            registration: Registration { header },
+        }
+    }
+
+    /// Drop the user's future (once), catching a panic of its destructor.
+    fn drop_future(self: Pin<&mut Self>) -> Option<Box<dyn Any + Send>> {
+        let this = self.project();
+        if std::mem::replace(this.future_dropped, true) {
+            return None;
+        }
+        // SAFETY: dropping a pinned value in place is what `Pin` allows; the
+        // flag above makes it the only drop, and the future is never polled
+        // again (`poll` checks the flag first).
+        let future = unsafe { this.future.get_unchecked_mut() };
+        // SAFETY: as above: `future` is dropped once and not used after.
+        catch_unwind(AssertUnwindSafe(|| unsafe { ManuallyDrop::drop(future) })).err()
+    }
+}
+
+impl<F: Future> Future for TaskFuture<'_, F> {
+    type Output = Result<TaskOutput<F::Output>, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // `Acquire` is not needed for correctness (the flag carries no data)
+        // but pairs with `abort`'s `Release` for a prompt, clear read.
+        if self.future_dropped || self.registration.header.is_aborted() {
+            return Poll::Ready(Err(match self.drop_future() {
+                Some(payload) => JoinError::panic(payload),
+                None => JoinError::cancelled(),
+            }));
+        }
+        self.registration.header.begin_poll();
+        let future = self.as_mut().project().future;
+        // SAFETY: structural pinning through `ManuallyDrop`: the future is
+        // never moved out, and dropped in place (`drop_future`).
+        let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
+        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(value)) => Ok(value),
+            Err(payload) => Err(payload),
+        };
+        // Done: drop the future now, so that a panic in its destructor is
+        // this task's result (the first panic wins).
+        let drop_panic = self.drop_future();
+        Poll::Ready(match (output, drop_panic) {
+            (Ok(value), None) => Ok(TaskOutput::new(value)),
+            (Ok(value), Some(payload)) => {
+                drop(TaskOutput::new(value));
+                Err(JoinError::panic(payload))
+            }
+            (Err(payload), later) => {
+                if let Some(payload) = later {
+                    discard(payload);
+                }
+                Err(JoinError::panic(payload))
+            }
+        })
+    }
+}
+
+/// A task's output, as async-task stores it: dropping it (a detached task's
+/// output, or a handle dropped unread) never unwinds.
+pub(crate) struct TaskOutput<T>(ManuallyDrop<T>);
+
+impl<T> TaskOutput<T> {
+    fn new(value: T) -> Self {
+        TaskOutput(ManuallyDrop::new(value))
+    }
+
+    pub(super) fn into_inner(self) -> T {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the value is taken once.
+        unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+}
+
+impl<T> Drop for TaskOutput<T> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; `into_inner` skips this drop.
+        let value = unsafe { ManuallyDrop::take(&mut self.0) };
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+            discard(payload);
+        }
+    }
+}
+
+/// Cancel a runnable the pool will never run normally (shutdown, a spawn
+/// refused): mark its task aborted and run it, so that its future is
+/// dropped under `catch_unwind` by `TaskFuture::poll` and its handle learns
+/// the outcome (`cancelled`, or `panic` if the future's destructor panicked).
+pub(crate) fn cancel(runnable: Runnable) {
+    runnable.metadata().abort();
+    runnable.run();
+}
+
+/// Takes the task out of the registry of live tasks when the future drops.
+struct Registration<'a> {
+    header: &'a TaskHeader,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        // The dump skips it from now on (the removal below may be batched).
+        self.header.mark_done();
+        if let Some(slot) = self.header.slot() {
+            self.header.owner().release(slot);
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! `TaskHeader`: the per-task metadata that async-task keeps in the task's
+//! allocation, and how to find it from the task's waker.
+//!
+//! # Invariants
+//!
+//! * The header lives as long as the task's allocation, so the `Arc` in it
+//!   keeps the owning pool alive for every reader of the header. (A schedule
+//!   function must not rely on it after handing the runnable on: see
+//!   `scheduler/spawn.rs`, `schedule_task`.)
+//! * The header's slot is set once, before the task is first scheduled, so
+//!   every later reader (the future's drop, `abort`) sees it.
+//! * `activity` is written only by the thread that schedules, polls or drops
+//!   the task's future, which async-task serializes: relaxed loads and
+//!   stores, never a read-modify-write. Anyone may read it (the dump).
+//! * Every task's header lies at one fixed distance from its waker's data
+//!   pointer (`note_waker` checks it at every spawn), so the registry of
+//!   live tasks keeps one waker per task and finds the header from it.
+
+use super::id::TaskId;
+use super::owned::Slot;
+use super::Scheduler;
+use std::panic::Location;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+
+/// The top bit of `TaskHeader::state`: the task was aborted.
+const ABORTED: u64 = 1 << 63;
+/// A `spawn_blocking` closure's task.
+const BLOCKING: u64 = 1 << 62;
+const FLAGS: u64 = ABORTED | BLOCKING;
+/// The slot bits of a task that is not registered (yet, or ever).
+const UNREGISTERED: u64 = !FLAGS;
+
+/// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
+/// was dropped: the task is not live, though its registry entry may wait
+/// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating),
+/// bits 32..64 the spawn time (`clock::coarse_ticks`).
+const SCHEDULED: u64 = 1;
+const DONE: u64 = 1 << 1;
+const POLL_SHIFT: u32 = 2;
+const POLLS_MAX: u64 = (1 << 30) - 1;
+const BORN_SHIFT: u32 = 32;
+
+/// The per-task metadata, stored in the task's allocation: 40 bytes.
+pub(crate) struct TaskHeader {
+    /// The pool that owns the task (the scheduler's `Registry`).
+    owner: Arc<Scheduler>,
+    /// Where the task's waker is registered (`Slot::pack`, whose top three
+    /// bits are always clear), or `UNREGISTERED`; set once, before the first
+    /// run. Its top bits are flags: `ABORTED` (set by `JoinHandle::abort`:
+    /// the next poll ends the task) and `BLOCKING`. One word for all keeps
+    /// every task 8 bytes smaller.
+    state: AtomicU64,
+    pub(crate) id: TaskId,
+    pub(crate) spawned_at: &'static Location<'static>,
+    /// Spawn time, poll count, whether the task is queued and whether its
+    /// future was dropped (see the constants). Written only by the thread
+    /// that schedules, polls or drops the task's future, which async-task
+    /// serializes (a schedule happens before the run it leads to, a wake
+    /// during a run schedules after it), so a relaxed load and store
+    /// suffice, no read-modify-write; the dump reads it from anywhere.
+    activity: AtomicU64,
+}
+
+impl TaskHeader {
+    /// The header of a task of `owner`, spawned at `spawned_at` at the
+    /// coarse time `born` (`CoarseClock::now`).
+    #[inline]
+    pub(crate) fn new(
+        owner: Arc<Scheduler>,
+        id: TaskId,
+        spawned_at: &'static Location<'static>,
+        blocking: bool,
+        born: u32,
+    ) -> TaskHeader {
+        TaskHeader {
+            owner,
+            state: AtomicU64::new(if blocking {
+                UNREGISTERED | BLOCKING
+            } else {
+                UNREGISTERED
+            }),
+            id,
+            spawned_at,
+            activity: AtomicU64::new(u64::from(born) << BORN_SHIFT),
+        }
+    }
+
+    /// The pool that owns the task.
+    #[inline]
+    pub(crate) fn owner(&self) -> &Arc<Scheduler> {
+        &self.owner
+    }
+
+    /// Record where the task is registered. `Release` pairs with the
+    /// `Acquire` of `slot`; the task is not yet scheduled, so no other thread
+    /// can read it before the runnable's hand-off anyway.
+    pub(crate) fn set_slot(&self, slot: Slot) {
+        let packed = slot.pack();
+        debug_assert_eq!(packed & FLAGS, 0);
+        // Keeps the flags (none but `BLOCKING` can be set yet: the handle
+        // was not returned).
+        let old = self.state.fetch_and(packed | FLAGS, Ordering::Release);
+        debug_assert_eq!(old & !FLAGS, UNREGISTERED, "task registered twice");
+    }
+
+    pub(super) fn slot(&self) -> Option<Slot> {
+        match self.state.load(Ordering::Acquire) & !FLAGS {
+            UNREGISTERED => None,
+            word => Some(Slot::unpack(word)),
+        }
+    }
+
+    pub(super) fn is_aborted(&self) -> bool {
+        self.state.load(Ordering::Acquire) & ABORTED != 0
+    }
+
+    pub(crate) fn abort(&self) {
+        self.state.fetch_or(ABORTED, Ordering::Release);
+    }
+
+    /// True for a live task of the workers: not finished, not a blocking
+    /// closure (the dump lists these).
+    pub(crate) fn is_live_task(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & BLOCKING == 0
+            && self.activity.load(Ordering::Relaxed) & DONE == 0
+    }
+
+    /// The future was dropped (see `DONE`).
+    pub(super) fn mark_done(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        self.activity.store(a | DONE, Ordering::Relaxed);
+    }
+
+    /// The task was handed to a queue (its schedule function ran).
+    #[inline]
+    pub(crate) fn mark_scheduled(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        self.activity.store(a | SCHEDULED, Ordering::Relaxed);
+    }
+
+    /// A poll begins: no longer queued, one poll more.
+    #[inline]
+    pub(super) fn begin_poll(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        let polls = if (a >> POLL_SHIFT) & POLLS_MAX == POLLS_MAX {
+            0
+        } else {
+            1 << POLL_SHIFT
+        };
+        self.activity
+            .store((a & !SCHEDULED) + polls, Ordering::Relaxed);
+    }
+
+    /// Queued (scheduled and not yet polled again), polls so far (they
+    /// saturate at 2^30 - 1) and the spawn time (`clock::coarse_ticks`).
+    pub(crate) fn activity(&self) -> (bool, u64, u32) {
+        let a = self.activity.load(Ordering::Relaxed);
+        (
+            a & SCHEDULED != 0,
+            (a >> POLL_SHIFT) & POLLS_MAX,
+            (a >> BORN_SHIFT) as u32,
+        )
+    }
+}
+
+/// How far a task's header lies from its waker's data pointer: the same for
+/// every task (the header sits at a fixed place in async-task's allocation),
+/// learned from the first spawn, checked at every spawn (`note_waker`).
+/// `isize::MIN` until then.
+static HEADER_FROM_WAKER: AtomicIsize = AtomicIsize::new(isize::MIN);
+
+/// Check, before a task's waker is registered, that its header can be found
+/// from the waker (`header_of`): this lets the registry keep one waker per
+/// task, not a waker and a header pointer.
+///
+/// # Panics
+///
+/// If async-task ever gave wakers whose data pointer is not at a fixed
+/// distance from the header: a dependency upgrade that every spawn reports.
+#[inline]
+pub(crate) fn note_waker(waker: &Waker, header: &TaskHeader) {
+    let distance = (header as *const TaskHeader as isize).wrapping_sub(waker.data() as isize);
+    // Relaxed: every thread computes the same value; the first store wins a
+    // race with an equal one.
+    let known = HEADER_FROM_WAKER.load(Ordering::Relaxed);
+    if known != distance {
+        assert_eq!(
+            known,
+            isize::MIN,
+            "pool: async-task's waker no longer points at a fixed place in its task \
+             (the live-task dump relies on it)"
+        );
+        HEADER_FROM_WAKER.store(distance, Ordering::Relaxed);
+    }
+}
+
+/// The header of the task `waker` wakes.
+///
+/// # Safety
+///
+/// `waker` was checked by `note_waker` with its task's header, and is alive
+/// as long as the returned reference (it holds a reference to the task, so
+/// the header lives).
+pub(crate) unsafe fn header_of(waker: &Waker) -> &TaskHeader {
+    let distance = HEADER_FROM_WAKER.load(Ordering::Relaxed);
+    // SAFETY: by the caller's contract `note_waker` saw this very waker with
+    // its header at this distance (and stored it, or found it stored), and
+    // the task's allocation does not move; the waker keeps it alive.
+    unsafe {
+        &*(waker.data() as *const u8)
+            .wrapping_offset(distance)
+            .cast::<TaskHeader>()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    #[test]
+    fn the_header_is_five_words() {
+        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 40);
+    }
+}

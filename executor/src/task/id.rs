@@ -1,0 +1,78 @@
+//! `TaskId`: a task's id, unique among all tasks of all pools of the
+//! process.
+//!
+//! # Invariants
+//!
+//! * An id is never handed out twice in one process: ids come from one
+//!   global counter, in blocks of `ID_BLOCK` that each worker and each
+//!   outside thread takes for itself (so that threads spawning at once do
+//!   not share a cache line per spawn). Ids are therefore unique, but
+//!   ordered by spawn time only within one thread.
+
+use std::cell::Cell;
+use std::fmt;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A task's id: unique among all tasks of all pools of this process.
+///
+/// Ids are taken from a counter by each thread in blocks, so they are
+/// unique but not in spawn order across threads. `Display` shows the
+/// number.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// let handle = pool.spawn(async { pool::task_id() });
+/// let id = handle.id();
+/// assert_eq!(pool.block_on(handle).unwrap(), Some(id));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(NonZeroU64);
+
+/// Ids a worker takes from the global counter at once.
+const ID_BLOCK: u64 = 1024;
+
+/// The next id not handed out yet (ids start at 1).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl TaskId {
+    /// A fresh id from a block of ids (`block`: the next id and the block's
+    /// end, kept by a worker or an outside thread), so that threads
+    /// spawning at once do not share a cache line per spawn.
+    #[inline]
+    pub(crate) fn next_in(block: &Cell<(u64, u64)>) -> TaskId {
+        let (mut next, mut end) = block.get();
+        if next == end {
+            next = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            end = next + ID_BLOCK;
+        }
+        block.set((next + 1, end));
+        TaskId::checked(next)
+    }
+
+    #[inline]
+    fn checked(n: u64) -> TaskId {
+        TaskId(NonZeroU64::new(n).expect("task ids start at 1 and do not wrap"))
+    }
+
+    /// The id as a number (never 0).
+    #[inline]
+    pub(crate) fn as_u64(self) -> u64 {
+        self.0.get()
+    }
+
+    /// The id whose number is `n`, if `n` is not 0 (a worker's "running
+    /// nothing").
+    #[inline]
+    pub(crate) fn from_u64(n: u64) -> Option<TaskId> {
+        NonZeroU64::new(n).map(TaskId)
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
