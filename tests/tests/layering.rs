@@ -1,0 +1,372 @@
+//! The floor plan of `executor/src` (docs/ARCHITECTURE.md, "Floors"): every
+//! module sits on a floor, and a file imports only its own floor and the
+//! floors below it. This test reads the sources and fails on a back edge (a
+//! lower floor naming a higher one), on a module that sits on no floor, on
+//! an import between two modules of floor 4 (io, join and trace are
+//! independent of each other), on a `thread_local!` outside `context.rs`,
+//! and on a file the architecture map does not name.
+//!
+//! What counts as an import: every path starting with `crate::` (in a `use`
+//! or inline, groups `crate::{a, b}` included) and every `super::` path that
+//! climbs out of its top-level module, outside comments and string
+//! literals. A name defined at the crate root (a re-export of `lib.rs`)
+//! counts as the public floor: lower floors import from the defining module.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// (top-level module of `executor/src`, its floor, what the floor is).
+/// `lib` is the crate root. `models` (the loom models, test code) may use
+/// every floor and is not checked.
+const FLOORS: &[(&str, u8)] = &[
+    ("sync", 0),
+    ("unwind", 0),
+    ("sleep", 1),
+    ("task", 2),
+    ("context", 3),
+    ("scheduler", 3),
+    ("io", 4),
+    ("join", 4),
+    ("trace", 4),
+    ("builder", 5),
+    ("handle", 5),
+    ("hyper", 5),
+    ("lib", 5),
+    ("net", 5),
+    ("pool", 5),
+    ("time", 5),
+];
+
+const FLOOR_NAMES: &[&str] = &[
+    "leaves: import nothing of the crate",
+    "the sleep protocol",
+    "tasks",
+    "the scheduler and the thread's context",
+    "I/O, fork-join, seeing inside",
+    "the public API",
+];
+
+/// Test code, allowed to reach any floor.
+const UNCHECKED: &[&str] = &["models"];
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../executor/src")
+}
+
+/// Every `.rs` file under `dir`, as paths relative to `root`.
+fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(root, &path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path.strip_prefix(root).unwrap().to_path_buf());
+        }
+    }
+}
+
+/// The module path of a file: `sleep/mod.rs` is `["sleep"]`,
+/// `scheduler/worker/search.rs` is `["scheduler", "worker", "search"]`,
+/// `lib.rs` is `[]`.
+fn module_path(file: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = file
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code of `src` with comments, string and char literals blanked out
+/// (replaced by spaces, so that offsets and line numbers stay).
+fn code_only(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            let end = src[i..].find('\n').map_or(b.len(), |n| i + n);
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i..].starts_with(b"/*") {
+            let end = src[i..].find("*/").map_or(b.len(), |n| i + n + 2);
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i] == b'r' && (b[i + 1..].starts_with(b"\"") || b[i + 1..].starts_with(b"#")) {
+            // A raw string: r"..." or r#"..."#.
+            let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+            if b.get(i + 1 + hashes) != Some(&b'"') || (i > 0 && is_ident(b[i - 1])) {
+                i += 1;
+                continue;
+            }
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = i + 2 + hashes;
+            let end = src[body..]
+                .find(&close)
+                .map_or(b.len(), |n| body + n + close.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i, (j + 1).min(b.len()));
+            i = j + 1;
+        } else if b[i] == b'\'' && (b.get(i + 1) == Some(&b'\\') || b.get(i + 2) == Some(&b'\'')) {
+            // A char literal ('x', '\n', '\''); a lifetime has no closing quote.
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'\'' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i, (j + 1).min(b.len()));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The identifier at the start of `s`.
+fn ident(s: &str) -> &str {
+    let n = s.bytes().take_while(|&c| is_ident(c)).count();
+    &s[..n]
+}
+
+/// The depth of inline modules (`mod name { .. }`) at each byte of `code`.
+fn inline_module_depth(code: &str) -> Vec<usize> {
+    let b = code.as_bytes();
+    let mut depth = vec![0; b.len() + 1];
+    // A stack of brace depths at which an inline module opened.
+    let mut opened: Vec<usize> = Vec::new();
+    let mut braces = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let at_word = i == 0 || !is_ident(b[i - 1]);
+        if at_word && code[i..].starts_with("mod ") {
+            let rest = &code[i + 4..];
+            let name = ident(rest.trim_start());
+            let after = rest.trim_start()[name.len()..].trim_start();
+            if !name.is_empty() && after.starts_with('{') {
+                opened.push(braces + 1);
+            }
+        }
+        match b[i] {
+            b'{' => braces += 1,
+            b'}' => {
+                if opened.last() == Some(&braces) {
+                    opened.pop();
+                }
+                braces -= 1;
+            }
+            _ => {}
+        }
+        depth[i] = opened.len();
+        i += 1;
+    }
+    depth
+}
+
+/// The top-level modules a file refers to, with the line of each reference.
+fn references(file: &Path, src: &str) -> Vec<(usize, String)> {
+    let code = code_only(src);
+    let depth = inline_module_depth(&code);
+    let me = module_path(file);
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut refs = Vec::new();
+    let b = code.as_bytes();
+    for (at, _) in code.match_indices("crate::") {
+        if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b'$') {
+            continue; // `$crate::` in a macro, or part of a longer name
+        }
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a, b::c}`: the names at the group's top level.
+            let mut level = 0;
+            let mut expect_name = true;
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => level += 1,
+                    '}' if level == 0 => break,
+                    '}' => level -= 1,
+                    ',' if level == 0 => expect_name = true,
+                    c if c.is_whitespace() => {}
+                    _ if expect_name && level == 0 => {
+                        refs.push((line_of(at), ident(&group[k..]).to_string()));
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            refs.push((line_of(at), ident(rest).to_string()));
+        }
+    }
+    for (at, _) in code.match_indices("super::") {
+        if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
+            continue; // part of a longer name, or the second `super` of a climb
+        }
+        // Climbing out of inline modules first, then out of the file's own
+        // module path.
+        let mut rest = &code[at..];
+        let mut climbs: usize = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = r;
+        }
+        let climbs = climbs.saturating_sub(depth[at]);
+        if climbs == 0 {
+            continue;
+        }
+        let base = &me[..me.len().saturating_sub(climbs)];
+        let target = match base.first() {
+            Some(top) => top.clone(),
+            None => ident(rest).to_string(), // the crate root
+        };
+        refs.push((line_of(at), target));
+    }
+    refs
+}
+
+fn floor_of(module: &str) -> Option<u8> {
+    FLOORS.iter().find(|(m, _)| *m == module).map(|&(_, f)| f)
+}
+
+#[test]
+fn every_file_imports_only_its_floor_and_the_floors_below() {
+    let root = src_dir();
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    let top_modules: Vec<String> = files
+        .iter()
+        .filter_map(|f| module_path(f).first().cloned())
+        .collect();
+    let mut problems = String::new();
+    for top in &top_modules {
+        if floor_of(top).is_none() && !UNCHECKED.contains(&top.as_str()) {
+            writeln!(
+                problems,
+                "executor/src: module `{top}` sits on no floor: add it to FLOORS in \
+                 tests/tests/layering.rs and to docs/ARCHITECTURE.md"
+            )
+            .unwrap();
+        }
+    }
+    let mut by_file: BTreeMap<String, usize> = BTreeMap::new();
+    for file in &files {
+        let me = module_path(file);
+        let top = me.first().map_or("lib", String::as_str);
+        if UNCHECKED.contains(&top) {
+            continue;
+        }
+        let Some(my_floor) = floor_of(top) else {
+            continue;
+        };
+        let src = std::fs::read_to_string(root.join(file)).unwrap();
+        let shown = format!("executor/src/{}", file.display());
+        if top != "context" && code_only(&src).contains("thread_local!") {
+            writeln!(
+                problems,
+                "{shown}: a `thread_local!` outside context.rs: every thread-local of the \
+                 crate lives in executor/src/context.rs"
+            )
+            .unwrap();
+        }
+        for (line, target) in references(file, &src) {
+            let target_module = if top_modules.contains(&target) {
+                target.as_str()
+            } else {
+                "lib" // an item of the crate root
+            };
+            if target_module == top {
+                continue;
+            }
+            let Some(their_floor) = floor_of(target_module) else {
+                continue; // `models`, test code
+            };
+            let why = if their_floor > my_floor {
+                "a floor imports only the floors below it"
+            } else if my_floor == 0 {
+                "a leaf imports nothing of the crate"
+            } else if their_floor == my_floor && my_floor == 4 {
+                "io, join and trace do not import each other"
+            } else {
+                continue;
+            };
+            *by_file.entry(shown.clone()).or_default() += 1;
+            writeln!(
+                problems,
+                "{shown}:{line}: imports `{target}` (floor {their_floor}, {}) from `{top}` \
+                 (floor {my_floor}, {}): {why}",
+                FLOOR_NAMES[usize::from(their_floor)],
+                FLOOR_NAMES[usize::from(my_floor)],
+            )
+            .unwrap();
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the floor plan of executor/src is broken:\n{problems}"
+    );
+}
+
+#[test]
+fn the_architecture_map_names_every_file() {
+    let root = src_dir();
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    let map = std::fs::read_to_string(root.join("../../docs/ARCHITECTURE.md")).unwrap();
+    let missing: Vec<String> = files
+        .iter()
+        .map(|f| f.display().to_string())
+        .filter(|f| !f.starts_with("models/") && !map.contains(&format!("`{f}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md's map of the crate does not name {missing:?}: add a row for each"
+    );
+}
+
+/// The checker itself: a back edge, a group import, a climb out of the
+/// module and a thread-local are all seen, comments and strings are not.
+#[test]
+fn the_checker_sees_imports_and_ignores_comments_and_strings() {
+    let src = r#"
+        // use crate::pool::Pool;
+        /* crate::builder */
+        use crate::{sync, task::TaskId};
+        use super::super::scheduler::Registry;
+        const S: &str = "crate::hyper";
+        const C: char = '"';
+        fn f() -> usize { crate::scheduler::count() }
+        mod tests { use super::*; }
+    "#;
+    let refs = references(Path::new("sleep/state.rs"), src);
+    let names: Vec<&str> = refs.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["sync", "task", "scheduler", "scheduler"],
+        "{refs:?}"
+    );
+    assert!(!code_only("let x = \"thread_local!\";").contains("thread_local!"));
+}
