@@ -2,12 +2,11 @@
 //!
 //! A `Pool` is a [`Handle`] (what spawns and reads the pool) plus the
 //! pool's threads: every method but the shutdown delegates to the handle.
-//! `Builder::build` checks the settings and `Pool::start` launches the
-//! threads (`scheduler/start.rs`, which shuts down what it started if a
-//! thread fails to start); the shutdown steps are in
+//! `Builder::build` fills in a `Config`, and `Pool::start` checks it and
+//! launches the threads (`scheduler/start.rs`, which shuts down what it
+//! started if a thread fails to start); the shutdown steps are in
 //! `scheduler/shutdown.rs`.
 
-use crate::builder::Builder;
 use crate::context::Entered;
 use crate::handle::Handle;
 use crate::scheduler::block_on::block_on;
@@ -70,7 +69,7 @@ impl Pool {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new() -> io::Result<Pool> {
-        Builder::new().build()
+        Pool::start(Config::new())
     }
 
     /// Spawn a task onto this pool. It starts running at once, on a worker;

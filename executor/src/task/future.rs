@@ -17,8 +17,9 @@
 //!   tasks (`Registration`, through `Schedule::release`).
 
 use super::error::JoinError;
+use super::header::Runnable;
 use super::header::TaskHeader;
-use super::{Runnable, Schedule};
+use super::schedule::Schedule;
 use crate::unwind::discard;
 use pin_project_lite::pin_project;
 use std::any::Any;

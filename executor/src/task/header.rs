@@ -17,8 +17,8 @@
 //!   live tasks keeps one waker per task and finds the header from it.
 
 use super::id::TaskId;
-use super::owned::Slot;
-use super::Scheduler;
+use super::owned::{OwnedTasks, Slot};
+use super::schedule::Scheduler;
 use std::panic::Location;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -203,7 +203,7 @@ pub(crate) fn note_waker(waker: &Waker, header: &TaskHeader) {
 /// `waker` was checked by `note_waker` with its task's header, and is alive
 /// as long as the returned reference (it holds a reference to the task, so
 /// the header lives).
-pub(crate) unsafe fn header_of(waker: &Waker) -> &TaskHeader {
+unsafe fn header_of(waker: &Waker) -> &TaskHeader {
     let distance = HEADER_FROM_WAKER.load(Ordering::Relaxed);
     // SAFETY: by the caller's contract `note_waker` saw this very waker with
     // its header at this distance (and stored it, or found it stored), and
@@ -214,6 +214,26 @@ pub(crate) unsafe fn header_of(waker: &Waker) -> &TaskHeader {
             .cast::<TaskHeader>()
     }
 }
+
+/// The headers of the live tasks, read through the registry's wakers. (An
+/// inherent method of `OwnedTasks` kept here, beside `header_of`, so that
+/// the registry needs to know nothing of the header.)
+impl OwnedTasks {
+    /// Call `f` with the header of every registered task, one shard's lock
+    /// at a time (the dump).
+    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader)) {
+        self.for_each_waker(|waker| {
+            // SAFETY: every registered waker was checked by `note_waker`
+            // before `insert` (`Registry::spawn_with`), and the registry's
+            // entry, held under its shard's lock while `f` runs, keeps it and
+            // its task alive while `f` reads the header.
+            f(unsafe { header_of(waker) });
+        });
+    }
+}
+
+/// The task type of this crate: runnable handles carry a [`TaskHeader`].
+pub(crate) type Runnable = async_task::Runnable<TaskHeader>;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -11,7 +11,7 @@ use super::error::JoinError;
 use super::future::TaskOutput;
 use super::header::TaskHeader;
 use super::id::TaskId;
-use super::Schedule;
+use super::schedule::Schedule;
 use async_task::FallibleTask;
 use std::fmt;
 use std::future::Future;

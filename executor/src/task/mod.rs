@@ -19,17 +19,10 @@
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
 //! | `clock.rs` | the coarse clock of task ages |
 //! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
+//! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
 //!
-//! # The pool, seen from here
-//!
-//! A task needs two things of the pool that owns it: its registry of live
-//! tasks (an abort wakes the task through it) and a way to leave it when
-//! its future is dropped. That is the [`Schedule`] trait (tokio's task
-//! module has one of the same name). The scheduler names its type for this
-//! floor by implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the
-//! type that resolves to. So the header holds a plain `Arc` of the
-//! scheduler's registry (no trait object: no extra word per task, no
-//! dynamic call) while no file here imports the floor above.
+//! Every file imports its siblings directly, never this `mod.rs`, which only
+//! re-exports: the files of the floor do not import each other in a circle.
 
 mod clock;
 mod error;
@@ -38,37 +31,13 @@ mod header;
 mod id;
 mod join_handle;
 mod owned;
+mod schedule;
 
 pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};
 pub use error::JoinError;
 pub(crate) use future::{cancel, TaskFuture};
-pub(crate) use header::{note_waker, TaskHeader};
+pub(crate) use header::{note_waker, Runnable, TaskHeader};
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
 pub(crate) use owned::{OwnedTasks, Slot};
-
-/// The task type of this crate: runnable handles carry a [`TaskHeader`].
-pub(crate) type Runnable = async_task::Runnable<TaskHeader>;
-
-/// What a task needs of the pool that owns it.
-pub(crate) trait Schedule: Send + Sync + 'static {
-    /// The pool's registry of live tasks.
-    fn live_tasks(&self) -> &OwnedTasks;
-
-    /// The task registered in `slot` dropped its future: take it out of the
-    /// live tasks (now, or in a batch: `OwnedTasks` says which is allowed).
-    fn release(&self, slot: Slot);
-}
-
-/// Names the scheduler's type for this floor: implemented once, by the
-/// scheduler, for [`Bound`] (`scheduler/spawn.rs`).
-pub(crate) trait Binding {
-    /// The type that owns tasks: the scheduler's `Registry`.
-    type Scheduler: Schedule;
-}
-
-/// What [`Binding`] is implemented for: a type with no values.
-pub(crate) enum Bound {}
-
-/// The scheduler's type, as this floor names it.
-pub(crate) type Scheduler = <Bound as Binding>::Scheduler;
+pub(crate) use schedule::{Binding, Bound, Schedule};

@@ -25,7 +25,6 @@
 //!   finished task keeps its entry (and so its allocation): at most
 //!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
 
-use super::header::{header_of, TaskHeader};
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
 use std::task::Waker;
@@ -179,18 +178,16 @@ impl OwnedTasks {
         }
     }
 
-    /// Call `f` with the header of every registered task, one shard's lock
-    /// at a time (the dump).
-    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader)) {
+    /// Call `f` with the waker of every registered task, one shard's lock
+    /// at a time: the entry, held under the lock, keeps the waker and its
+    /// task alive while `f` runs (`TaskHeader::for_each_live` reads the
+    /// headers through them).
+    pub(super) fn for_each_waker(&self, mut f: impl FnMut(&Waker)) {
         for shard in self.shards.iter() {
             let shard = shard.lock();
             for entry in &shard.entries {
                 if let Entry::Occupied(waker) = entry {
-                    // SAFETY: every registered waker was checked by
-                    // `note_waker` before `insert` (`Registry::spawn_with`),
-                    // and the entry, which we hold under the lock, keeps it
-                    // and its task alive while `f` reads the header.
-                    f(unsafe { header_of(waker) });
+                    f(waker);
                 }
             }
         }

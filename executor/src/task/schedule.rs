@@ -1,0 +1,36 @@
+//! `Schedule`: what a task needs of the pool that owns it, and how this
+//! floor names the scheduler's type without importing the floor above.
+//!
+//! A task needs two things of its pool: its registry of live tasks (an
+//! abort wakes the task through it) and a way to leave it when its future
+//! is dropped. That is the [`Schedule`] trait (tokio's task module has one
+//! of the same name). The scheduler names its type for this floor by
+//! implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the type that
+//! resolves to, at compile time. So the header holds a plain `Arc` of the
+//! scheduler's registry (no trait object: no extra word per task, no
+//! dynamic call), while no file here imports the scheduler.
+
+use super::owned::{OwnedTasks, Slot};
+
+/// What a task needs of the pool that owns it.
+pub(crate) trait Schedule: Send + Sync + 'static {
+    /// The pool's registry of live tasks.
+    fn live_tasks(&self) -> &OwnedTasks;
+
+    /// The task registered in `slot` dropped its future: take it out of the
+    /// live tasks (now, or in a batch: `OwnedTasks` says which is allowed).
+    fn release(&self, slot: Slot);
+}
+
+/// Names the scheduler's type for this floor: implemented once, by the
+/// scheduler, for [`Bound`] (`scheduler/spawn.rs`).
+pub(crate) trait Binding {
+    /// The type that owns tasks: the scheduler's `Registry`.
+    type Scheduler: Schedule;
+}
+
+/// What [`Binding`] is implemented for: a type with no values.
+pub(crate) enum Bound {}
+
+/// The scheduler's type, as this floor names it.
+pub(crate) type Scheduler = <Bound as Binding>::Scheduler;
