@@ -186,7 +186,7 @@ fn internal_job_while_a_worker_falls_asleep_is_run_exactly_once() {
         deque.push();
         let woken = sleep.new_internal_jobs(1);
         let poster_ran_it = deque.0.swap(0, Ordering::AcqRel) == 1;
-        // Then the pool shuts down, as in `Registry::terminate`.
+        // Then the pool shuts down, as in step 1 of `scheduler::shutdown`.
         if terminate.set() {
             sleep.wake_specific_thread(0);
         }
@@ -235,7 +235,7 @@ fn a_job_whose_tickle_counted_on_a_worker_that_found_other_work_is_not_stranded(
     });
 }
 
-/// Shutdown (`Registry::terminate`) races worker 0 of `sleep` falling asleep.
+/// Shutdown (step 1 of `scheduler::shutdown`) races worker 0 of `sleep` falling asleep.
 pub(super) fn shutdown_model(sleep: Arc<Sleep>) {
     let terminate = Arc::new(CoreLatch::new());
     let injector = Arc::new(Queue::new());
@@ -243,7 +243,7 @@ pub(super) fn shutdown_model(sleep: Arc<Sleep>) {
         let (sleep, terminate, injector) = (sleep.clone(), terminate.clone(), injector.clone());
         thread::spawn(move || idle_until(&sleep, 0, &terminate, &[], &injector))
     };
-    // `Registry::terminate`: set the latch; wake the worker if it sleeps.
+    // Shutdown's step 1: set the latch; wake the worker if it sleeps.
     if terminate.set() {
         sleep.wake_specific_thread(0);
     }

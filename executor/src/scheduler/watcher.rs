@@ -95,7 +95,7 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
             clock.withdraw();
             return;
         }
-        // The clock of task ages (`trace::CoarseClock`).
+        // The clock of task ages (`task::CoarseClock`).
         clock.publish();
         if let Some(look) = &mut look {
             look.look(&registry);
