@@ -298,3 +298,35 @@ fn async_io_sockets_and_timers_keep_working_on_pool() {
         });
     });
 }
+
+#[test]
+fn data_and_the_peers_close_in_one_event_end_the_read_instead_of_hanging() {
+    watchdog("data and FIN in one event", 30, || {
+        // One worker, so that it can be kept busy while data and FIN arrive:
+        // the driver then reports both in one event, and the short read of
+        // the data must not clear the close with it.
+        let p = pool(1);
+        let listener = p.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut conn, _) = p.block_on(listener.accept()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        p.spawn(async move {
+            let mut got = Vec::new();
+            conn.read_to_end(&mut got).await.unwrap();
+            tx.send(got).unwrap();
+        });
+        tests::wait_until_asleep(&p);
+        let (busy_tx, busy_rx) = std::sync::mpsc::channel();
+        p.spawn(async move {
+            busy_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        busy_rx.recv().unwrap();
+        io::Write::write_all(&mut client, b"last words").unwrap();
+        drop(client);
+        let got = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("read_to_end saw the end of file");
+        assert_eq!(got, b"last words");
+    });
+}

@@ -21,7 +21,7 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
-use super::scheduled_io::{ScheduledIo, READABLE, WRITABLE};
+use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use super::timers::Timers;
 use crate::scheduler::{DriverBinding, DriverBound, IoDriver};
 use crate::sleep::Park;
@@ -235,11 +235,17 @@ impl Driver {
                     continue;
                 };
                 let mut ready = 0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                if event.is_readable() || event.is_error() {
                     ready |= READABLE;
                 }
-                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                if event.is_read_closed() {
+                    ready |= READ_CLOSED | READABLE;
+                }
+                if event.is_writable() || event.is_error() {
                     ready |= WRITABLE;
+                }
+                if event.is_write_closed() {
+                    ready |= WRITE_CLOSED | WRITABLE;
                 }
                 io.set_ready(ready, wakers);
             }

@@ -9,7 +9,7 @@
 //! comes once per change).
 //!
 //! ```text
-//!   bits 0..8    READABLE, WRITABLE, SHUTDOWN
+//!   bits 0..8    READABLE, WRITABLE, SHUTDOWN, READ_CLOSED, WRITE_CLOSED
 //!   bits 8..64   tick
 //! ```
 //!
@@ -23,6 +23,9 @@
 //!   operation is tried at once, and only a `WouldBlock` makes the task wait.
 //! * `SHUTDOWN` is set once (pool shut down or driver failed) and never
 //!   cleared; with it every wait ends with an error.
+//! * `READ_CLOSED` and `WRITE_CLOSED` are never cleared either: a close is
+//!   one edge, and every later operation on that side returns at once (end
+//!   of file, or an error), so the side stays ready.
 
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,7 +37,12 @@ pub(crate) const READABLE: usize = 1 << 0;
 pub(crate) const WRITABLE: usize = 1 << 1;
 /// The driver is gone: every wait fails.
 const SHUTDOWN: usize = 1 << 2;
-const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN;
+/// The read side was closed (the peer shut down its writing, a pipe's last
+/// writer went): with it reads stay ready, whatever `clear` does.
+pub(crate) const READ_CLOSED: usize = 1 << 3;
+/// The write side was closed: with it writes stay ready (they report it).
+pub(crate) const WRITE_CLOSED: usize = 1 << 4;
+const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN | READ_CLOSED | WRITE_CLOSED;
 const TICK_SHIFT: u32 = 8;
 
 /// Which half of a source a task waits on.
@@ -45,10 +53,21 @@ pub(crate) enum Direction {
 }
 
 impl Direction {
+    /// The readiness a `WouldBlock` (or a short transfer) clears.
     fn bit(self) -> usize {
         match self {
             Direction::Read => READABLE,
             Direction::Write => WRITABLE,
+        }
+    }
+
+    /// The closed bit, which nothing clears: a close comes as one edge, so
+    /// clearing it would leave the task waiting for an edge that never
+    /// comes (data and a close in one event, read with a short read).
+    fn closed_bit(self) -> usize {
+        match self {
+            Direction::Read => READ_CLOSED,
+            Direction::Write => WRITE_CLOSED,
         }
     }
 }
@@ -82,7 +101,8 @@ impl ScheduledIo {
         }
     }
 
-    /// Driver: an event brought `ready` (a mask of `READABLE` and `WRITABLE`).
+    /// Driver: an event brought `ready` (a mask of `READABLE`, `WRITABLE`
+    /// and the closed bits, each closed bit with its direction's bit).
     /// Bumps the tick, sets the bits, and moves the wakers it satisfies into
     /// `wakers` (woken by the caller, outside every lock).
     pub(crate) fn set_ready(&self, ready: usize, wakers: &mut Vec<Waker>) {
@@ -137,7 +157,7 @@ impl ScheduledIo {
         let cur = self.readiness.load(Ordering::Acquire);
         if cur & SHUTDOWN != 0 {
             Some(Err(ShutDown))
-        } else if cur & direction.bit() != 0 {
+        } else if cur & (direction.bit() | direction.closed_bit()) != 0 {
             Some(Ok(ReadyEvent {
                 tick: cur >> TICK_SHIFT,
                 direction,
@@ -202,6 +222,26 @@ mod tests {
             io.poll_ready(&mut cx, Direction::Read).is_ready(),
             "the newer event was cleared with the older readiness"
         );
+    }
+
+    #[test]
+    fn a_close_stays_ready_after_the_short_read_that_clears() {
+        let (io, _count, waker, seen) = new_source();
+        let mut cx = Context::from_waker(&waker);
+        io.clear(seen);
+        // Data and the peer's close in one event; the task reads the data
+        // in a short read and clears what it saw.
+        let mut wakers = Vec::new();
+        io.set_ready(READABLE | READ_CLOSED, &mut wakers);
+        let Poll::Ready(Ok(event)) = io.poll_ready(&mut cx, Direction::Read) else {
+            panic!("the event made the source readable");
+        };
+        io.clear(event);
+        assert!(
+            io.poll_ready(&mut cx, Direction::Read).is_ready(),
+            "the close was cleared: the read of end-of-file would wait for an edge that never comes"
+        );
+        assert!(io.poll_ready(&mut cx, Direction::Write).is_ready());
     }
 
     #[test]
