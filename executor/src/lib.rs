@@ -77,7 +77,7 @@ mod task;
 mod context;
 mod scheduler;
 // 4. I/O, fork-join, seeing inside.
-mod io;
+pub mod io;
 mod join;
 mod trace;
 // 5. The public API.
@@ -87,6 +87,8 @@ mod handle;
 pub mod hyper;
 pub mod net;
 mod pool;
+pub mod process;
+pub mod signal;
 pub mod time;
 
 #[cfg(all(test, loom))]

@@ -35,6 +35,8 @@ const FLOORS: &[(&str, u8)] = &[
     ("lib", 5),
     ("net", 5),
     ("pool", 5),
+    ("process", 5),
+    ("signal", 5),
     ("time", 5),
 ];
 

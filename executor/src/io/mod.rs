@@ -1,33 +1,31 @@
-//! The I/O driver of a pool: readiness from the OS (through `mio`),
-//! registered sources, timers, and the loop every socket operation goes
-//! through. A floor above the scheduler: it finds the current pool's driver
-//! through `context.rs`, and the scheduler sees the driver only through
-//! `scheduler::IoDriver` (implemented in `driver.rs`) and the sleep
-//! protocol's `Park`.
+//! Any file descriptor on the current pool's I/O driver: [`Async`].
 //!
-//! The driver has no thread of its own: the pool's workers drive it, and the
-//! sleep protocol decides which one blocks in it. `README.md` beside this
-//! file describes who polls it when, and why no readiness and no wakeup is
-//! lost; `../sleep/README.md` has the driver-blocked sleeper's state and its
-//! invariant.
+//! Each pool has one I/O driver (an epoll instance, through `mio`) that its
+//! own workers drive: the worker asleep in it blocks until an event, and
+//! busy workers look at it now and then. The pool's sockets
+//! ([`crate::net`]), process pipes and exits ([`crate::process`]) and
+//! signals ([`crate::signal`]) are on it; [`Async`] puts any other
+//! descriptor there (a pipe, an eventfd, inotify, a netlink socket).
 //!
-//! * `driver.rs`: the epoll instance, the source slots, polling and
-//!   dispatching events and due timers, shutdown.
-//! * `scheduled_io.rs`: one source's readiness (with its tick) and waiters.
-//! * `poll_evented.rs`: a registered `mio` source and `poll_io`, the
-//!   try-then-wait loop of every socket operation.
-//! * `timers.rs`: the timer store (an ordered map, one per driver).
-//! * `timer_entry.rs`: one timer of the store, as `time::Sleep` holds it.
-//!
-//! The public types built on it are in `../net/` (sockets) and `../time/`
-//! (timers): they keep only the public API.
+//! (Inside the crate this module is the driver itself, a floor above the
+//! scheduler: `README.md` beside this file describes who polls it when, and
+//! why no readiness and no wakeup is lost. Its files: `driver.rs`, the
+//! epoll instance, the source slots, polling and dispatching, shutdown;
+//! `scheduled_io.rs`, one source's readiness and waiters;
+//! `poll_evented.rs`, a registered source and `poll_io`, the try-then-wait
+//! loop of every socket, pipe and descriptor operation; `async_fd.rs`,
+//! `Async`; `timers.rs`, the timer store; `timer_entry.rs`, one timer of
+//! it, as `time::Sleep` holds it.)
 
+mod async_fd;
 mod driver;
 mod poll_evented;
 mod scheduled_io;
 mod timer_entry;
 mod timers;
 
+pub use async_fd::Async;
+pub(crate) use async_fd::{set_nonblocking, FdSource};
 pub(crate) use poll_evented::PollEvented;
 pub(crate) use scheduled_io::Direction;
 pub(crate) use timer_entry::TimerEntry;

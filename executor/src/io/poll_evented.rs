@@ -17,6 +17,9 @@ use crate::context;
 use mio::event::Source;
 use mio::Token;
 use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, RawFd};
+use std::ptr;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -43,6 +46,52 @@ impl<S: Source> PollEvented<S> {
 
     pub(crate) fn source(&self) -> &S {
         &self.source
+    }
+
+    /// Take the source back out, deregistered from the driver.
+    pub(crate) fn into_inner(self) -> S {
+        let mut this = ManuallyDrop::new(self);
+        let PollEvented {
+            source,
+            token,
+            driver,
+            ..
+        } = &mut *this;
+        driver.deregister(*token, source);
+        // SAFETY: `this` is never dropped (`ManuallyDrop`), so each field is
+        // read out exactly once here and dropped (or returned) once.
+        let (source, io, driver) = unsafe {
+            (
+                ptr::read(&this.source),
+                ptr::read(&this.io),
+                ptr::read(&this.driver),
+            )
+        };
+        drop((io, driver));
+        source
+    }
+
+    /// Ready once `direction` is ready for real: when the readiness the
+    /// driver reported (or the optimistic one of a new source) is seen, the
+    /// descriptor is asked with `poll(2)`, and a stale readiness is cleared
+    /// and waited for again. So a caller that finds nothing to read after it
+    /// does not spin, and one that left data unread is not left waiting for
+    /// an edge that will not come.
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<io::Result<()>>
+    where
+        S: AsRawFd,
+    {
+        self.poll_io(cx, direction, |s| {
+            if fd_is_ready(s.as_raw_fd(), direction)? {
+                Ok(())
+            } else {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+        })
     }
 
     /// Run `op` on the source until it does not block, waiting for
@@ -104,5 +153,32 @@ impl<S: Source> PollEvented<S> {
 impl<S: Source> Drop for PollEvented<S> {
     fn drop(&mut self) {
         self.driver.deregister(self.token, &mut self.source);
+    }
+}
+
+/// Is `fd` readable (or writable) now? One `poll(2)` with no timeout; a
+/// hang-up or an error counts as ready (the operation will report it).
+fn fd_is_ready(fd: RawFd, direction: Direction) -> io::Result<bool> {
+    let events = match direction {
+        Direction::Read => libc::POLLIN,
+        Direction::Write => libc::POLLOUT,
+    };
+    let mut pollfd = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `pollfd` is one valid `struct pollfd`, and its count is 1.
+        let n = unsafe { libc::poll(&mut pollfd, 1, 0) };
+        if n >= 0 {
+            return Ok(
+                pollfd.revents & (events | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0,
+            );
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }

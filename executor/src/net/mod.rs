@@ -1,4 +1,4 @@
-//! TCP and UDP sockets on the current pool's I/O driver.
+//! TCP, UDP and Unix domain sockets on the current pool's I/O driver.
 //!
 //! Each socket is registered, when it is made, with the driver of the
 //! current pool (the same rule as [`spawn`](crate::spawn): the global pool
@@ -12,10 +12,11 @@
 //! returned as they are. A socket used after its pool was dropped returns an
 //! `io::Error` instead of waiting forever.
 //!
-//! Addresses are resolved with [`std::net::ToSocketAddrs`] on the calling
-//! thread: an IP address costs nothing, a host name is a blocking DNS
-//! lookup (resolve it in [`spawn_blocking`](crate::spawn_blocking) where
-//! that matters).
+//! Addresses are [`std::net::ToSocketAddrs`]. A host name (in a `&str`,
+//! `String`, `(&str, u16)` or `(String, u16)`) is looked up by the system's
+//! resolver on one of the pool's blocking threads, never on a worker; an IP
+//! address is parsed where it is called, with no thread hop
+//! ([`lookup_host`] does the same on its own).
 //!
 //! # Examples
 //!
@@ -42,11 +43,15 @@
 //! });
 //! ```
 
+mod addr;
 mod tcp;
 mod udp;
+mod unix;
 
+pub use addr::lookup_host;
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixListener, UnixStream};
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -72,14 +77,15 @@ macro_rules! impl_as_fd {
 #[cfg(unix)]
 pub(crate) use impl_as_fd;
 
-/// Try `f` on each address `addr` resolves to; the last error if none works.
+/// Try `f` on each address `addr` resolves to (a host name on a blocking
+/// thread, `addr.rs`); the last error if none works.
 async fn each_addr<T, F, Fut>(addr: impl ToSocketAddrs, mut f: F) -> io::Result<T>
 where
     F: FnMut(SocketAddr) -> Fut,
     Fut: std::future::Future<Output = io::Result<T>>,
 {
     let mut last_error = None;
-    for addr in addr.to_socket_addrs()? {
+    for addr in addr::resolve(&addr).await? {
         match f(addr).await {
             Ok(t) => return Ok(t),
             Err(e) => last_error = Some(e),

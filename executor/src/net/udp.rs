@@ -49,8 +49,9 @@ impl UdpSocket {
 
     /// Sends `buf` to `target` (its first address); returns the bytes sent.
     pub async fn send_to(&self, buf: &[u8], target: impl ToSocketAddrs) -> io::Result<usize> {
-        let target = target
-            .to_socket_addrs()?
+        let target = super::addr::resolve(&target)
+            .await?
+            .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
         poll_fn(|cx| {

@@ -1,0 +1,479 @@
+//! `UnixListener`, `UnixStream` and `UnixDatagram`: Unix domain sockets on
+//! the current pool's driver, through the same readiness path as TCP.
+
+use crate::io::{Direction, PollEvented};
+use crate::time::sleep;
+use futures::io::{AsyncRead, AsyncWrite};
+use std::fmt;
+use std::future::poll_fn;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::{self, SocketAddr};
+use std::path::Path;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+/// The longest path a Unix socket address holds on Linux (`sun_path` is 108
+/// bytes with its terminating NUL).
+const MAX_PATH: usize = 107;
+
+/// How long a `connect` waits in all for a listener whose backlog is full
+/// (it retries after 1, 2, 4, ... ms), before it gives up.
+const CONNECT_BACKLOG_WAIT: Duration = Duration::from_secs(2);
+
+/// An error of `what` on `path` that keeps the OS's kind and says what to
+/// change where the OS's message does not.
+fn path_error(what: &str, path: &Path, e: io::Error) -> io::Error {
+    let len = path.as_os_str().len();
+    let hint = match e.kind() {
+        io::ErrorKind::AddrInUse => {
+            " (a file is at that path, perhaps the socket of an earlier run: remove it, \
+             or bind elsewhere)"
+                .to_string()
+        }
+        io::ErrorKind::InvalidInput if len > MAX_PATH => {
+            format!(" (the path is {len} bytes; a Unix socket path holds at most {MAX_PATH})")
+        }
+        io::ErrorKind::NotFound => " (no socket is listening at that path)".to_string(),
+        _ => String::new(),
+    };
+    io::Error::new(e.kind(), format!("{what} {}: {e}{hint}", path.display()))
+}
+
+/// A Unix stream socket server, listening for connections.
+///
+/// Dropping the listener closes the socket but leaves the file at its path
+/// (as the OS does); remove it, or bind fails with `AddrInUse` next time.
+///
+/// # Examples
+///
+/// ```
+/// use futures::{AsyncReadExt, AsyncWriteExt};
+/// use pool::net::{UnixListener, UnixStream};
+///
+/// let dir = std::env::temp_dir().join(format!("pool-doc-unix-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let path = dir.join("echo.sock");
+/// # let _ = std::fs::remove_file(&path);
+/// pool::block_on(async {
+///     let listener = UnixListener::bind(&path).unwrap();
+///     let server = pool::spawn(async move {
+///         let (mut conn, _) = listener.accept().await.unwrap();
+///         let mut buf = [0; 4];
+///         conn.read_exact(&mut buf).await.unwrap();
+///         conn.write_all(&buf).await.unwrap();
+///     });
+///     let mut client = UnixStream::connect(&path).await.unwrap();
+///     client.write_all(b"ping").await.unwrap();
+///     let mut back = [0; 4];
+///     client.read_exact(&mut back).await.unwrap();
+///     assert_eq!(&back, b"ping");
+///     server.await.unwrap();
+/// });
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub struct UnixListener {
+    io: PollEvented<mio::net::UnixListener>,
+}
+
+impl UnixListener {
+    /// Binds to `path` and listens.
+    ///
+    /// # Errors
+    ///
+    /// `AddrInUse` if a file is at `path` already (a socket left by an
+    /// earlier run, say: remove it first), `InvalidInput` if the path is
+    /// longer than a Unix socket address holds (107 bytes), or the OS's
+    /// error (a missing directory, no permission). Each says which path.
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        let path = path.as_ref();
+        let listener =
+            mio::net::UnixListener::bind(path).map_err(|e| path_error("bind", path, e))?;
+        UnixListener::from_mio(listener)
+    }
+
+    fn from_mio(listener: mio::net::UnixListener) -> io::Result<UnixListener> {
+        Ok(UnixListener {
+            io: PollEvented::new(listener)?,
+        })
+    }
+
+    /// Accepts a new connection.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error. Running out of file descriptors (`EMFILE`) is
+    /// returned as it is, and the listener keeps working: the pending
+    /// connection stays queued, and an `accept` once descriptors are free
+    /// takes it. An accept loop should wait a moment after such an error
+    /// rather than retry at once (the connection is still pending, so the
+    /// retry fails again straight away).
+    pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Polls for a new connection (see [`accept`](UnixListener::accept)).
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
+        let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
+        Poll::Ready(UnixStream::from_mio(stream).map(|s| (s, addr)))
+    }
+
+    /// The address this listener is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+}
+
+impl TryFrom<net::UnixListener> for UnixListener {
+    type Error = io::Error;
+
+    /// Registers a std listener with the current pool (it is made
+    /// non-blocking).
+    fn try_from(listener: net::UnixListener) -> io::Result<UnixListener> {
+        listener.set_nonblocking(true)?;
+        UnixListener::from_mio(mio::net::UnixListener::from_std(listener))
+    }
+}
+
+impl fmt::Debug for UnixListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixListener")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+/// A Unix stream connection: [`AsyncRead`] + [`AsyncWrite`], also through
+/// `&UnixStream`.
+///
+/// # Examples
+///
+/// ```
+/// use futures::{AsyncReadExt, AsyncWriteExt};
+/// # pool::block_on(async {
+/// let (mut a, mut b) = pool::net::UnixStream::pair().unwrap();
+/// a.write_all(b"hi").await.unwrap();
+/// let mut buf = [0; 2];
+/// b.read_exact(&mut buf).await.unwrap();
+/// assert_eq!(&buf, b"hi");
+/// # });
+/// ```
+pub struct UnixStream {
+    io: PollEvented<mio::net::UnixStream>,
+}
+
+impl UnixStream {
+    /// Connects to the socket at `path`.
+    ///
+    /// A listener whose backlog is full refuses a non-blocking connect for
+    /// the moment; `connect` then tries again after 1, 2, 4, ... ms, for up
+    /// to two seconds, before it returns that error.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` if nothing is at `path`, `ConnectionRefused` if the file
+    /// is not a listening socket, `InvalidInput` for a path too long (107
+    /// bytes at most), or the OS's error. Each says which path.
+    pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        let path = path.as_ref();
+        let mut backoff = Duration::from_millis(1);
+        let mut waited = Duration::ZERO;
+        let stream = loop {
+            match mio::net::UnixStream::connect(path) {
+                Ok(stream) => break UnixStream::from_mio(stream)?,
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock && waited < CONNECT_BACKLOG_WAIT =>
+                {
+                    sleep(backoff).await;
+                    waited += backoff;
+                    backoff *= 2;
+                }
+                Err(e) => return Err(path_error("connect to", path, e)),
+            }
+        };
+        // A connect that did not complete at once finishes when the socket
+        // becomes writable.
+        poll_fn(|cx| stream.io.poll_io(cx, Direction::Write, connected))
+            .await
+            .map_err(|e| path_error("connect to", path, e))?;
+        Ok(stream)
+    }
+
+    /// A pair of connected streams.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error (out of descriptors), or the current pool's driver's.
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = mio::net::UnixStream::pair()?;
+        Ok((UnixStream::from_mio(a)?, UnixStream::from_mio(b)?))
+    }
+
+    pub(crate) fn from_mio(stream: mio::net::UnixStream) -> io::Result<UnixStream> {
+        Ok(UnixStream {
+            io: PollEvented::new(stream)?,
+        })
+    }
+
+    /// The address of the peer.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+
+    /// The address of this end.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// Shuts down the read half, the write half, or both.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.source().shutdown(how)
+    }
+}
+
+/// A non-blocking connect is done once the socket has no pending error.
+fn connected(stream: &mio::net::UnixStream) -> io::Result<()> {
+    match stream.take_error()? {
+        Some(e) => Err(e),
+        None => match stream.peer_addr() {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            Err(e) => Err(e),
+        },
+    }
+}
+
+impl TryFrom<net::UnixStream> for UnixStream {
+    type Error = io::Error;
+
+    /// Registers a connected std stream with the current pool (it is made
+    /// non-blocking).
+    fn try_from(stream: net::UnixStream) -> io::Result<UnixStream> {
+        stream.set_nonblocking(true)?;
+        UnixStream::from_mio(mio::net::UnixStream::from_std(stream))
+    }
+}
+
+impl fmt::Debug for UnixStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixStream")
+            .field("local_addr", &self.local_addr().ok())
+            .field("peer_addr", &self.peer_addr().ok())
+            .finish()
+    }
+}
+
+/// The stream operations, for `UnixStream` and `&UnixStream` alike: the
+/// transfers of TCP's (a short transfer clears readiness: a stream's short
+/// read or write emptied or filled its buffer).
+macro_rules! impl_stream_io {
+    ($ty:ty) => {
+        impl AsyncRead for $ty {
+            fn poll_read(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &mut [u8],
+            ) -> Poll<io::Result<usize>> {
+                self.io
+                    .poll_transfer(cx, Direction::Read, buf.len(), |s| (&*s).read(buf))
+            }
+
+            fn poll_read_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &mut [IoSliceMut<'_>],
+            ) -> Poll<io::Result<usize>> {
+                let len = bufs.iter().map(|b| b.len()).sum();
+                self.io
+                    .poll_transfer(cx, Direction::Read, len, |s| (&*s).read_vectored(bufs))
+            }
+        }
+
+        impl AsyncWrite for $ty {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<io::Result<usize>> {
+                self.io
+                    .poll_transfer(cx, Direction::Write, buf.len(), |s| (&*s).write(buf))
+            }
+
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[IoSlice<'_>],
+            ) -> Poll<io::Result<usize>> {
+                let len = bufs.iter().map(|b| b.len()).sum();
+                self.io
+                    .poll_transfer(cx, Direction::Write, len, |s| (&*s).write_vectored(bufs))
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                // Writes go straight to the socket: nothing is buffered here.
+                Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+                match self.io.source().shutdown(Shutdown::Write) {
+                    Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
+                    _ => Poll::Ready(Ok(())),
+                }
+            }
+        }
+    };
+}
+
+impl_stream_io!(UnixStream);
+impl_stream_io!(&UnixStream);
+
+/// A Unix datagram socket.
+///
+/// # Examples
+///
+/// ```
+/// # pool::block_on(async {
+/// let (a, b) = pool::net::UnixDatagram::pair().unwrap();
+/// a.send(b"one").await.unwrap();
+/// let mut buf = [0; 8];
+/// let n = b.recv(&mut buf).await.unwrap();
+/// assert_eq!(&buf[..n], b"one");
+/// # });
+/// ```
+pub struct UnixDatagram {
+    io: PollEvented<mio::net::UnixDatagram>,
+}
+
+impl UnixDatagram {
+    /// A datagram socket bound to `path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`UnixListener::bind`].
+    pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
+        let path = path.as_ref();
+        let socket = mio::net::UnixDatagram::bind(path).map_err(|e| path_error("bind", path, e))?;
+        UnixDatagram::from_mio(socket)
+    }
+
+    /// A datagram socket bound to no path (it can send, and receive replies
+    /// only from a peer it `connect`ed to).
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, or the current pool's driver's.
+    pub fn unbound() -> io::Result<UnixDatagram> {
+        UnixDatagram::from_mio(mio::net::UnixDatagram::unbound()?)
+    }
+
+    /// A pair of connected datagram sockets.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, or the current pool's driver's.
+    pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let (a, b) = mio::net::UnixDatagram::pair()?;
+        Ok((UnixDatagram::from_mio(a)?, UnixDatagram::from_mio(b)?))
+    }
+
+    fn from_mio(socket: mio::net::UnixDatagram) -> io::Result<UnixDatagram> {
+        Ok(UnixDatagram {
+            io: PollEvented::new(socket)?,
+        })
+    }
+
+    /// Sets the peer that `send` sends to and `recv` receives from.
+    ///
+    /// # Errors
+    ///
+    /// As [`UnixStream::connect`].
+    pub fn connect(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        let path = path.as_ref();
+        self.io
+            .source()
+            .connect(path)
+            .map_err(|e| path_error("connect to", path, e))
+    }
+
+    /// Sends `buf` to the connected peer, as one datagram.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error (not connected, or the datagram is too long).
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
+    }
+
+    /// Receives one datagram from the connected peer into `buf` (the rest of
+    /// a longer datagram is dropped).
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, or the pool's shutdown.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv(&mut *buf))).await
+    }
+
+    /// Sends `buf` to the socket at `path`, as one datagram.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` if nothing is at `path` (the message says which), or the
+    /// OS's error.
+    pub async fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
+        let path = path.as_ref();
+        poll_fn(|cx| {
+            self.io
+                .poll_io(cx, Direction::Write, |s| s.send_to(buf, path))
+        })
+        .await
+        .map_err(|e| path_error("send to", path, e))
+    }
+
+    /// Receives one datagram into `buf`, with its sender's address.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error, or the pool's shutdown.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        poll_fn(|cx| {
+            self.io
+                .poll_io(cx, Direction::Read, |s| s.recv_from(&mut *buf))
+        })
+        .await
+    }
+
+    /// The address this socket is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// The address of the connected peer.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+}
+
+impl TryFrom<net::UnixDatagram> for UnixDatagram {
+    type Error = io::Error;
+
+    /// Registers a std datagram socket with the current pool (it is made
+    /// non-blocking).
+    fn try_from(socket: net::UnixDatagram) -> io::Result<UnixDatagram> {
+        socket.set_nonblocking(true)?;
+        UnixDatagram::from_mio(mio::net::UnixDatagram::from_std(socket))
+    }
+}
+
+impl fmt::Debug for UnixDatagram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixDatagram")
+            .field("local_addr", &self.local_addr().ok())
+            .finish()
+    }
+}
+
+super::impl_as_fd!(UnixListener, UnixStream, UnixDatagram);
