@@ -172,18 +172,40 @@ impl ListeningServer {
         self.child.as_ref().expect("running").id()
     }
 
-    /// Ctrl-C (SIGINT), then wait up to `secs` for the exit: its status and
-    /// everything it printed after the first line.
-    pub fn interrupt(mut self, secs: u64) -> (std::process::ExitStatus, String) {
-        use std::io::Read;
+    /// Send `signum` to the server.
+    pub fn signal(&self, signum: i32) {
         // SAFETY: `kill` only sends a signal to the child we started.
-        let rc = unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGINT) };
-        assert_eq!(rc, 0, "SIGINT to the server");
+        let rc = unsafe { libc::kill(self.pid() as libc::pid_t, signum) };
+        assert_eq!(rc, 0, "signal {signum} to the server");
+    }
+
+    /// The server's next line of output, without its newline (empty at the
+    /// end of its output). Blocks: call it under a watchdog.
+    pub fn read_line(&mut self) -> String {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("read the server's output");
+        line.trim_end().to_string()
+    }
+
+    /// Wait up to `secs` for the exit: its status and everything it printed
+    /// that was not read yet.
+    pub fn wait(mut self, secs: u64) -> (std::process::ExitStatus, String) {
+        use std::io::Read;
         let mut child = self.child.take().expect("running");
         let status = watchdog("server shutdown", secs, move || child.wait().unwrap());
         let mut rest = String::new();
         self.stdout.read_to_string(&mut rest).unwrap();
         (status, rest)
+    }
+
+    /// Ctrl-C (SIGINT), then wait up to `secs` for the exit: its status and
+    /// everything it printed after the first line.
+    pub fn interrupt(self, secs: u64) -> (std::process::ExitStatus, String) {
+        self.signal(libc::SIGINT);
+        self.wait(secs)
     }
 }
 
