@@ -80,16 +80,17 @@ async fn main() -> io::Result<()> {
     println!("listening on {}", listener.local_addr()?);
     io::stdout().flush()?;
 
-    let (stop, stopped) = async_channel::bounded::<()>(1);
-    ctrlc::set_handler(move || {
-        let _ = stop.try_send(());
-    })
-    .map_err(io::Error::other)?;
+    // Ctrl-C through the pool's own driver: no signal thread. Listening
+    // starts here (the first poll), so a Ctrl-C from now on is seen.
+    let mut ctrl_c = std::pin::pin!(pool::signal::ctrl_c());
+    futures_lite::future::poll_once(&mut ctrl_c)
+        .await
+        .transpose()?;
 
     let served = Arc::new(AtomicU64::new(0));
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {
-            let _ = stopped.recv().await;
+            let _ = ctrl_c.as_mut().await;
             None
         })
         .await;
@@ -97,7 +98,10 @@ async fn main() -> io::Result<()> {
         let (stream, peer) = match accepted {
             Ok(conn) => conn,
             Err(e) => {
+                // Out of descriptors, say: back off, the listener keeps
+                // working.
                 eprintln!("accept failed: {e}");
+                pool::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
         };

@@ -70,11 +70,12 @@ async fn serve(addr: SocketAddr) -> io::Result<u64> {
     println!("listening on {}", listener.local_addr()?);
     io::stdout().flush()?;
 
-    let (stop, stopped) = async_channel::bounded::<()>(1);
-    ctrlc::set_handler(move || {
-        let _ = stop.try_send(());
-    })
-    .map_err(io::Error::other)?;
+    // Ctrl-C through the pool's own driver: no signal thread. Listening
+    // starts here (the first poll), so a Ctrl-C from now on is seen.
+    let mut ctrl_c = std::pin::pin!(pool::signal::ctrl_c());
+    futures_lite::future::poll_once(&mut ctrl_c)
+        .await
+        .transpose()?;
     // Closed (all senders dropped) when the server starts shutting down:
     // every connection then finishes gracefully.
     let (closing_tx, closing) = async_channel::bounded::<()>(1);
@@ -87,7 +88,7 @@ async fn serve(addr: SocketAddr) -> io::Result<u64> {
     let mut served = 0;
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {
-            let _ = stopped.recv().await;
+            let _ = ctrl_c.as_mut().await;
             None
         })
         .await;
