@@ -106,7 +106,7 @@ fn parse_args() -> Args {
     args
 }
 
-const WORKLOADS: [&str; 17] = [
+const WORKLOADS: [&str; 19] = [
     "spawn_many_local",
     "spawn_many_remote",
     "yield_many",
@@ -124,6 +124,8 @@ const WORKLOADS: [&str; 17] = [
     "long_poll_wake",
     "long_poll_yield",
     "task_memory",
+    "process_spawn_wait",
+    "idle_cpu_services",
 ];
 
 /// One measurement: wall and CPU time in milliseconds, and for sparse_wake
@@ -170,6 +172,143 @@ fn idle<E: Exec>(workers: usize) -> Sample {
         cpu_ms: cpu.as_secs_f64() * 1e3,
         ..Sample::default()
     }
+}
+
+/// Children spawned and waited for, one after another, in one sample.
+const PROCESSES: usize = 100;
+
+/// Wall and CPU time of `f` (after the runtime settled), and the p50 and
+/// p99 of the latencies (us) it returns.
+fn latency_sample(f: impl FnOnce() -> Vec<f64>) -> Sample {
+    std::thread::sleep(SETTLE);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    let mut lat = f();
+    let wall = t0.elapsed();
+    let cpu = process_cpu_time() - c0;
+    Sample {
+        wall_ms: wall.as_secs_f64() * 1e3,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        p50_us: percentile(&mut lat, 50.0),
+        p99_us: percentile(&mut lat, 99.0),
+        ..Sample::default()
+    }
+}
+
+/// `true` spawned and waited for `PROCESSES` times by one task: the
+/// latency of each spawn + exit + reap through the runtime's driver.
+macro_rules! spawn_wait_loop {
+    ($status:expr) => {
+        async {
+            let mut lat = Vec::with_capacity(PROCESSES);
+            for _ in 0..PROCESSES {
+                let t = Instant::now();
+                let status = $status.await.expect("spawn true");
+                assert!(status.success());
+                lat.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            lat
+        }
+    };
+}
+
+fn process_pool(workers: usize) -> Sample {
+    let p = pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .unwrap();
+    latency_sample(|| {
+        let task = p.spawn(spawn_wait_loop!(
+            pool::process::Command::new("true").status()
+        ));
+        p.block_on(task).unwrap()
+    })
+}
+
+fn process_tokio(workers: usize) -> Sample {
+    // tokio's processes need its I/O and signal drivers: enable_all.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    latency_sample(|| {
+        let task = rt.spawn(spawn_wait_loop!(
+            tokio::process::Command::new("true").status()
+        ));
+        rt.block_on(task).unwrap()
+    })
+}
+
+fn process_async_executor(workers: usize) -> Sample {
+    let e = AsyncExecutor::start(workers);
+    latency_sample(|| {
+        e.run(spawn_wait_loop!(
+            async_process::Command::new("true").status()
+        ))
+    })
+}
+
+/// CPU over 500 ms of a runtime whose one task waits for a signal and for
+/// a child (`sleep 5`) at once: what listening costs while nothing happens.
+fn idle_services(f: impl FnOnce() -> Box<dyn std::any::Any>) -> Sample {
+    let runtime = f();
+    std::thread::sleep(Duration::from_millis(50));
+    let c0 = process_cpu_time();
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = process_cpu_time() - c0;
+    drop(runtime);
+    Sample {
+        wall_ms: 500.0,
+        cpu_ms: cpu.as_secs_f64() * 1e3,
+        ..Sample::default()
+    }
+}
+
+fn idle_services_pool(workers: usize) -> Sample {
+    use pool::signal::unix::{signal, SignalKind};
+    idle_services(|| {
+        let p = pool::Builder::new()
+            .worker_threads(workers)
+            .build()
+            .unwrap();
+        drop(p.spawn(async {
+            let mut usr2 = signal(SignalKind::user_defined2()).unwrap();
+            let mut child = pool::process::Command::new("sleep")
+                .arg("5")
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            futures_lite::future::or(async { usr2.recv().await.map(drop) }, async {
+                child.wait().await.ok().map(drop)
+            })
+            .await
+        }));
+        Box::new(p)
+    })
+}
+
+fn idle_services_tokio(workers: usize) -> Sample {
+    use tokio::signal::unix::{signal, SignalKind};
+    idle_services(|| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .unwrap();
+        drop(rt.spawn(async {
+            let mut usr2 = signal(SignalKind::user_defined2()).unwrap();
+            let mut child = tokio::process::Command::new("sleep")
+                .arg("5")
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            futures_lite::future::or(async { usr2.recv().await.map(drop) }, async {
+                child.wait().await.ok().map(drop)
+            })
+            .await
+        }));
+        Box::new(rt)
+    })
 }
 
 fn sparse<E: Exec>(workers: usize, receivers: usize) -> Sample {
@@ -456,6 +595,29 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
                 Box::new(|| task_memory("async-executor")),
             ),
         ],
+        "process_spawn_wait" => vec![
+            (
+                Pool::NAME,
+                Box::new(move || process_pool(workers)) as Box<dyn Fn() -> Sample>,
+            ),
+            (Tokio::NAME, Box::new(move || process_tokio(workers))),
+            (
+                "async-executor + async-process",
+                Box::new(move || process_async_executor(workers)),
+            ),
+        ],
+        "idle_cpu_services" => vec![
+            (
+                Pool::NAME,
+                Box::new(move || idle_services_pool(workers)) as Box<dyn Fn() -> Sample>,
+            ),
+            (Tokio::NAME, Box::new(move || idle_services_tokio(workers))),
+            // The floor: the same pool with nothing registered.
+            (
+                "pool (nothing registered)",
+                Box::new(move || idle::<Pool>(workers)),
+            ),
+        ],
         _ => unreachable!("checked in parse_args"),
     };
     // The references: the single-threaded floor, and rayon.
@@ -568,7 +730,8 @@ fn default_reps(name: &str) -> usize {
         "task_tree" | "quicksort" => 7,
         "bursty" | "sparse_wake" | "sparse_wake_50" | "mixed" => 5,
         "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => 4,
-        "idle_cpu" | "task_memory" => 3,
+        "idle_cpu" | "task_memory" | "idle_cpu_services" => 3,
+        "process_spawn_wait" => 5,
         _ => 21,
     }
 }
@@ -689,11 +852,16 @@ fn tables(results: &Results) -> String {
                     );
                 }
             }
-            "sparse_wake" | "sparse_wake_50" => {
+            "sparse_wake" | "sparse_wake_50" | "process_spawn_wait" => {
                 let base = tokio.map(|s| (med(s, |x| x.p50_us), med(s, |x| x.cpu_ms)));
+                let what = if *name == "process_spawn_wait" {
+                    "spawn+wait"
+                } else {
+                    "wake"
+                };
                 let _ = writeln!(
                     out,
-                    "| executor | wake p50 | wake p99 | CPU | p50 / tokio | CPU / tokio |"
+                    "| executor | {what} p50 | {what} p99 | CPU | p50 / tokio | CPU / tokio |"
                 );
                 let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
                 for (exec, s) in by_exec {
@@ -725,7 +893,7 @@ fn tables(results: &Results) -> String {
                     );
                 }
             }
-            "idle_cpu" => {
+            "idle_cpu" | "idle_cpu_services" => {
                 let base = tokio.map(|s| med(s, |x| x.cpu_ms));
                 let _ = writeln!(
                     out,
@@ -772,10 +940,10 @@ fn tables(results: &Results) -> String {
 /// The headline figure of a workload for one executor (lower is better).
 fn headline(name: &str, s: &[Sample]) -> f64 {
     match name {
-        "sparse_wake" | "sparse_wake_50" => med(s, |x| x.p50_us),
+        "sparse_wake" | "sparse_wake_50" | "process_spawn_wait" => med(s, |x| x.p50_us),
         "long_poll_spawn" | "long_poll_wake" | "long_poll_yield" => med(s, |x| x.p50_us),
         "task_memory" => med(s, |x| x.bytes_per_task),
-        "idle_cpu" => med(s, |x| x.cpu_ms),
+        "idle_cpu" | "idle_cpu_services" => med(s, |x| x.cpu_ms),
         _ => med(s, |x| x.wall_ms),
     }
 }

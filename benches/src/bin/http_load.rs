@@ -14,19 +14,25 @@
 //! main thread, async-io's reactor), read from `/proc/PID/task`.
 //! `hello` is `GET /`; `work` is `GET /work?us=10` (10 us of CPU per
 //! request); `echo` is 64-byte round trips over raw TCP from this process's
-//! own client threads (no HTTP).
+//! own client threads (no HTTP). `unix-echo` is the same over a Unix
+//! socket, and `unix-hello` is `GET /` over a Unix socket from this
+//! process's own keep-alive HTTP/1.1 client threads (wrk has no Unix
+//! sockets); both run on pool and tokio only.
 
 use benches::{median, percentile};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tests::ListeningServer;
 
 const RUNTIMES: [&str; 4] = ["pool", "pool-async-io", "tokio", "smol"];
-const VARIANTS: [&str; 3] = ["hello", "work", "echo"];
+const VARIANTS: [&str; 5] = ["hello", "work", "echo", "unix-echo", "unix-hello"];
+/// The runtimes `http_server` serves a Unix socket on.
+const UNIX_RUNTIMES: [&str; 2] = ["pool", "tokio"];
 const ECHO_MSG: usize = 64;
 
 struct Args {
@@ -74,7 +80,12 @@ fn parse_args() -> Args {
             "--quick" => {
                 args.rounds = 1;
                 args.secs = 1;
-                args.variants = vec!["hello".into(), "echo".into()];
+                args.variants = vec![
+                    "hello".into(),
+                    "echo".into(),
+                    "unix-echo".into(),
+                    "unix-hello".into(),
+                ];
             }
             _ => usage(&format!("unknown option {a:?}")),
         }
@@ -111,7 +122,7 @@ fn server_binary() -> PathBuf {
     me.with_file_name("http_server")
 }
 
-fn start(runtime: &str, echo: bool) -> ListeningServer {
+fn start(runtime: &str, echo: bool, unix: Option<&std::path::Path>) -> ListeningServer {
     let binary = server_binary();
     if !binary.exists() {
         eprintln!(
@@ -124,6 +135,10 @@ fn start(runtime: &str, echo: bool) -> ListeningServer {
     cmd.args(["--runtime", runtime, "--workers", "2"]);
     if echo {
         cmd.arg("--echo");
+    }
+    if let Some(path) = unix {
+        let _ = std::fs::remove_file(path);
+        cmd.arg("--unix").arg(path);
     }
     ListeningServer::start(cmd.stderr(Stdio::inherit()))
 }
@@ -213,23 +228,74 @@ fn wrk(addr: &str, path: &str, connections: usize, secs: u64) -> (f64, f64, f64,
     (rps, p50, p99, requests)
 }
 
-/// 64-byte round trips on `connections` connections for `secs`; (round
+/// A client connection: TCP (`HOST:PORT`, no Nagle) or Unix (`unix:PATH`).
+fn connect(addr: &str) -> Box<dyn ReadWrite> {
+    match addr.strip_prefix("unix:") {
+        Some(path) => Box::new(UnixStream::connect(path).unwrap()),
+        None => {
+            let s = TcpStream::connect(addr).unwrap();
+            s.set_nodelay(true).unwrap();
+            Box::new(s)
+        }
+    }
+}
+
+trait ReadWrite: Read + Write + Send {}
+impl<T: Read + Write + Send> ReadWrite for T {}
+
+/// One round trip: 64 bytes echoed.
+fn echo_round_trip(s: &mut dyn ReadWrite, buf: &mut Vec<u8>) {
+    let msg = [7u8; ECHO_MSG];
+    buf.resize(ECHO_MSG, 0);
+    s.write_all(&msg).unwrap();
+    s.read_exact(buf).unwrap();
+}
+
+/// One round trip: `GET /` on a keep-alive connection, its response read
+/// to the end of its body (`content-length`).
+fn http_round_trip(s: &mut dyn ReadWrite, buf: &mut Vec<u8>) {
+    s.write_all(b"GET / HTTP/1.1\r\nhost: bench\r\n\r\n")
+        .unwrap();
+    buf.clear();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("a content-length header");
+        if buf.len() >= end + 4 + len {
+            return;
+        }
+    }
+}
+
+/// Round trips of `trip` on `connections` connections for `secs`; (round
 /// trips/s, p50 us, p99 us, round trips).
-fn echo_load(addr: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) {
+fn client_load(
+    addr: &str,
+    connections: usize,
+    secs: u64,
+    trip: fn(&mut dyn ReadWrite, &mut Vec<u8>),
+) -> (f64, f64, f64, f64) {
     let stop = Instant::now() + Duration::from_secs(secs);
     let threads: Vec<_> = (0..connections)
         .map(|_| {
             let addr = addr.to_string();
             std::thread::spawn(move || {
-                let mut s = TcpStream::connect(&addr).unwrap();
-                s.set_nodelay(true).unwrap();
-                let msg = [7u8; ECHO_MSG];
-                let mut back = [0u8; ECHO_MSG];
+                let mut s = connect(&addr);
+                let mut buf = Vec::new();
                 let mut lat = Vec::with_capacity(1 << 16);
                 while Instant::now() < stop {
                     let t = Instant::now();
-                    s.write_all(&msg).unwrap();
-                    s.read_exact(&mut back).unwrap();
+                    trip(&mut *s, &mut buf);
                     lat.push(t.elapsed().as_secs_f64() * 1e6);
                 }
                 lat
@@ -249,8 +315,11 @@ fn echo_load(addr: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) 
 }
 
 fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
-    let echo = variant == "echo";
-    let server = start(runtime, echo);
+    let echo = variant.ends_with("echo");
+    let unix = variant
+        .starts_with("unix")
+        .then(|| std::env::temp_dir().join(format!("http_load-{}.sock", std::process::id())));
+    let server = start(runtime, echo, unix.as_deref());
     let (pid, addr) = (server.pid(), server.addr.clone());
     // Let the server settle: its workers fall asleep.
     std::thread::sleep(Duration::from_millis(100));
@@ -258,7 +327,8 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let (rps, p50_us, p99_us, requests) = match variant {
         "hello" => wrk(&addr, "/", args.connections, args.secs),
         "work" => wrk(&addr, "/work?us=10", args.connections, args.secs),
-        _ => echo_load(&addr, args.connections, args.secs),
+        "unix-hello" => client_load(&addr, args.connections, args.secs, http_round_trip),
+        _ => client_load(&addr, args.connections, args.secs, echo_round_trip),
     };
     let after = thread_ticks(pid);
     drop(server);
@@ -293,9 +363,14 @@ fn main() {
         let mut runs: BTreeMap<&str, Vec<Run>> = BTreeMap::new();
         for round in 0..args.rounds {
             // Interleaved, and each round starts with the next runtime.
-            let n = args.runtimes.len();
+            let runtimes: Vec<&String> = args
+                .runtimes
+                .iter()
+                .filter(|r| !variant.starts_with("unix") || UNIX_RUNTIMES.contains(&r.as_str()))
+                .collect();
+            let n = runtimes.len();
             for i in 0..n {
-                let runtime = args.runtimes[(i + round) % n].as_str();
+                let runtime = runtimes[(i + round) % n].as_str();
                 let run = run_once(runtime, variant, &args);
                 eprintln!(
                     "  {variant} round {round} {runtime}: {:.0}/s p50 {:.0} us p99 {:.0} us",
@@ -311,7 +386,9 @@ fn main() {
         println!("| runtime | req/s (median) | vs tokio | p50 | p99 | server CPU per request | CPU of non-worker threads (ms, median) |");
         println!("|---|--:|--:|--:|--:|--:|---|");
         for runtime in &args.runtimes {
-            let rs = &runs[runtime.as_str()];
+            let Some(rs) = runs.get(runtime.as_str()) else {
+                continue;
+            };
             let rps = med(rs, |r| r.rps);
             let ratio = tokio_rps.map_or("-".to_string(), |t| format!("{:.2}", rps / t));
             let mut names: Vec<&String> = rs.iter().flat_map(|r| r.others_ms.keys()).collect();

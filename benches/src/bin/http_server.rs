@@ -2,8 +2,11 @@
 //! (or a TCP echo server) on one of four runtimes, 2 worker threads each.
 //!
 //! ```text
-//! http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N]
+//! http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N] [--unix PATH]
 //! ```
+//!
+//! With `--unix PATH` (pool and tokio) it listens on a Unix socket at PATH
+//! instead, and prints `listening on unix:PATH`.
 //!
 //! * `pool`: pool's own driver (`pool::net`, `pool::hyper::Io`).
 //! * `pool-async-io`: pool's workers, I/O through async-io's reactor thread
@@ -23,15 +26,16 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use hyper::service::service_fn;
 use std::future::Future;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 fn usage(problem: &str) -> ! {
-    eprintln!("http_server: {problem}\nusage: http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N]");
+    eprintln!("http_server: {problem}\nusage: http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N] [--unix PATH]");
     std::process::exit(2)
 }
 
-fn listening(addr: SocketAddr) {
+fn listening(addr: impl std::fmt::Display) {
     println!("listening on {addr}");
     std::io::stdout().flush().unwrap();
 }
@@ -56,24 +60,58 @@ where
         .await;
 }
 
-fn run_pool(workers: usize, echo: bool) {
+/// Echo or HTTP on a futures-io stream.
+async fn serve_io<S>(stream: S, echo: bool)
+where
+    S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + Send + 'static,
+{
+    if echo {
+        echo_io(stream).await
+    } else {
+        http1_io(stream).await
+    }
+}
+
+/// Echo or HTTP on a tokio stream.
+async fn serve_tokio<S>(mut stream: S, echo: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    if echo {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
+                return;
+            }
+        }
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(hello))
+            .await;
+    }
+}
+
+fn run_pool(workers: usize, echo: bool, unix: Option<PathBuf>) {
     let p = pool::Builder::new()
         .worker_threads(workers)
         .build()
         .unwrap();
     p.block_on(async {
+        if let Some(path) = unix {
+            let listener = pool::net::UnixListener::bind(&path).unwrap();
+            listening(format!("unix:{}", path.display()));
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                drop(pool::spawn(serve_io(stream, echo)));
+            }
+        }
         let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         listening(listener.local_addr().unwrap());
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             stream.set_nodelay(true).unwrap();
-            drop(pool::spawn(async move {
-                if echo {
-                    echo_io(stream).await
-                } else {
-                    http1_io(stream).await
-                }
-            }));
+            drop(pool::spawn(serve_io(stream, echo)));
         }
     });
 }
@@ -89,44 +127,32 @@ fn run_pool_async_io(workers: usize, echo: bool) {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             stream.get_ref().set_nodelay(true).unwrap();
-            drop(pool::spawn(async move {
-                if echo {
-                    echo_io(stream).await
-                } else {
-                    http1_io(stream).await
-                }
-            }));
+            drop(pool::spawn(serve_io(stream, echo)));
         }
     });
 }
 
-fn run_tokio(workers: usize, echo: bool) {
+fn run_tokio(workers: usize, echo: bool, unix: Option<PathBuf>) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .enable_io()
         .build()
         .unwrap();
     rt.block_on(async {
+        if let Some(path) = unix {
+            let listener = tokio::net::UnixListener::bind(&path).unwrap();
+            listening(format!("unix:{}", path.display()));
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                tokio::spawn(serve_tokio(stream, echo));
+            }
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         listening(listener.local_addr().unwrap());
         loop {
-            let (mut stream, _) = listener.accept().await.unwrap();
+            let (stream, _) = listener.accept().await.unwrap();
             stream.set_nodelay(true).unwrap();
-            tokio::spawn(async move {
-                if echo {
-                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                    let mut buf = [0u8; 4096];
-                    while let Ok(n) = stream.read(&mut buf).await {
-                        if n == 0 || stream.write_all(&buf[..n]).await.is_err() {
-                            return;
-                        }
-                    }
-                } else {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service_fn(hello))
-                        .await;
-                }
-            });
+            tokio::spawn(serve_tokio(stream, echo));
         }
     });
 }
@@ -166,10 +192,16 @@ fn main() {
     let mut runtime = None;
     let mut echo = false;
     let mut workers = 2;
+    let mut unix = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--runtime" => runtime = it.next(),
+            "--unix" => {
+                unix = Some(PathBuf::from(
+                    it.next().unwrap_or_else(|| usage("--unix takes a path")),
+                ))
+            }
             "--echo" => echo = true,
             "--workers" => {
                 workers = it
@@ -180,11 +212,17 @@ fn main() {
             _ => usage(&format!("unknown option {a:?}")),
         }
     }
+    let tcp_only = |run: fn(usize, bool)| {
+        if unix.is_some() {
+            usage("--unix is for --runtime pool or tokio");
+        }
+        run(workers, echo)
+    };
     match runtime.as_deref() {
-        Some("pool") => run_pool(workers, echo),
-        Some("pool-async-io") => run_pool_async_io(workers, echo),
-        Some("tokio") => run_tokio(workers, echo),
-        Some("smol") => run_smol(workers, echo),
+        Some("pool") => run_pool(workers, echo, unix),
+        Some("pool-async-io") => tcp_only(run_pool_async_io),
+        Some("tokio") => run_tokio(workers, echo, unix),
+        Some("smol") => tcp_only(run_smol),
         _ => usage("--runtime is pool, pool-async-io, tokio or smol"),
     }
 }
