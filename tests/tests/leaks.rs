@@ -288,62 +288,74 @@ fn os_surface_types_pending_at_shutdown_and_dropped() {
     use pool::net::{UnixDatagram, UnixListener, UnixStream};
     use pool::process::Command;
     use pool::signal::unix::{signal, SignalKind};
-    watchdog("leaks: signals, Unix sockets, Async, processes", LIMIT_SECS, || {
-        let path = std::env::temp_dir().join(format!("pool-leaks-{}.sock", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        for round in 0..3 {
-            let p = Builder::new().worker_threads(2).build().unwrap();
-            let drops = DropCounter::new();
-            p.block_on(async {
-                // Used to the end: a Unix echo, a datagram, a process with
-                // pipes, a lookup, an Async pipe.
-                let listener = UnixListener::bind(&path).unwrap();
-                let server = pool::spawn(async move {
-                    let (mut conn, _) = listener.accept().await.unwrap();
-                    let mut buf = [0u8; 4];
-                    conn.read_exact(&mut buf).await.unwrap();
-                    conn.write_all(&buf).await.unwrap();
+    watchdog(
+        "leaks: signals, Unix sockets, Async, processes",
+        LIMIT_SECS,
+        || {
+            let path = std::env::temp_dir().join(format!("pool-leaks-{}.sock", std::process::id()));
+            let _ = std::fs::remove_file(&path);
+            for round in 0..3 {
+                let p = Builder::new().worker_threads(2).build().unwrap();
+                let drops = DropCounter::new();
+                p.block_on(async {
+                    // Used to the end: a Unix echo, a datagram, a process with
+                    // pipes, a lookup, an Async pipe.
+                    let listener = UnixListener::bind(&path).unwrap();
+                    let server = pool::spawn(async move {
+                        let (mut conn, _) = listener.accept().await.unwrap();
+                        let mut buf = [0u8; 4];
+                        conn.read_exact(&mut buf).await.unwrap();
+                        conn.write_all(&buf).await.unwrap();
+                    });
+                    let mut client = UnixStream::connect(&path).await.unwrap();
+                    client.write_all(b"ping").await.unwrap();
+                    let mut back = [0u8; 4];
+                    client.read_exact(&mut back).await.unwrap();
+                    server.await.unwrap();
+                    let _ = std::fs::remove_file(&path);
+                    let (a, b) = UnixDatagram::pair().unwrap();
+                    a.send(b"x").await.unwrap();
+                    b.recv(&mut back).await.unwrap();
+                    let out = Command::new("echo").arg("hi").output().await.unwrap();
+                    assert_eq!(out.stdout, b"hi\n");
+                    let _ = pool::net::lookup_host("localhost:1").await.unwrap().count();
+                    let (r, w) = std::os::unix::net::UnixStream::pair().unwrap();
+                    let r = pool::io::Async::new(r).unwrap();
+                    let mut w = pool::io::Async::new(w).unwrap();
+                    w.write_all(b"y").await.unwrap();
+                    let mut one = [0u8; 1];
+                    (&r).read_exact(&mut one).await.unwrap();
+                    // Left pending when the pool goes: a Signal, a Child (killed
+                    // on drop), a Unix read, an Async read.
+                    let t = drops.track();
+                    let mut sig = signal(SignalKind::from_raw(45)).unwrap();
+                    let mut child = Command::new("sleep")
+                        .arg("30")
+                        .kill_on_drop(true)
+                        .spawn()
+                        .unwrap();
+                    let (mut s1, _s2) = UnixStream::pair().unwrap();
+                    let r2 = r;
+                    drop(pool::spawn(async move {
+                        let _t = t;
+                        let (mut buf1, mut buf2) = ([0u8; 1], [0u8; 1]);
+                        let mut r2 = &r2;
+                        let _ = futures::join!(
+                            sig.recv(),
+                            child.wait(),
+                            s1.read(&mut buf1),
+                            r2.read(&mut buf2)
+                        );
+                    }));
+                    pool::yield_now().await;
                 });
-                let mut client = UnixStream::connect(&path).await.unwrap();
-                client.write_all(b"ping").await.unwrap();
-                let mut back = [0u8; 4];
-                client.read_exact(&mut back).await.unwrap();
-                server.await.unwrap();
-                let _ = std::fs::remove_file(&path);
-                let (a, b) = UnixDatagram::pair().unwrap();
-                a.send(b"x").await.unwrap();
-                b.recv(&mut back).await.unwrap();
-                let out = Command::new("echo").arg("hi").output().await.unwrap();
-                assert_eq!(out.stdout, b"hi\n");
-                let _ = pool::net::lookup_host("localhost:1").await.unwrap().count();
-                let (r, w) = std::os::unix::net::UnixStream::pair().unwrap();
-                let r = pool::io::Async::new(r).unwrap();
-                let mut w = pool::io::Async::new(w).unwrap();
-                w.write_all(b"y").await.unwrap();
-                let mut one = [0u8; 1];
-                (&r).read_exact(&mut one).await.unwrap();
-                // Left pending when the pool goes: a Signal, a Child (killed
-                // on drop), a Unix read, an Async read.
-                let t = drops.track();
-                let mut sig = signal(SignalKind::from_raw(45)).unwrap();
-                let mut child = Command::new("sleep").arg("30").kill_on_drop(true).spawn().unwrap();
-                let (mut s1, _s2) = UnixStream::pair().unwrap();
-                let r2 = r;
-                drop(pool::spawn(async move {
-                    let _t = t;
-                    let (mut buf1, mut buf2) = ([0u8; 1], [0u8; 1]);
-                    let mut r2 = &r2;
-                    let _ = futures::join!(
-                        sig.recv(),
-                        child.wait(),
-                        s1.read(&mut buf1),
-                        r2.read(&mut buf2)
-                    );
-                }));
-                pool::yield_now().await;
-            });
-            drop(p);
-            assert_eq!(drops.drops(), 1, "round {round}: the pending task was dropped with its pool");
-        }
-    });
+                drop(p);
+                assert_eq!(
+                    drops.drops(),
+                    1,
+                    "round {round}: the pending task was dropped with its pool"
+                );
+            }
+        },
+    );
 }
