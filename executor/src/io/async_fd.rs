@@ -57,6 +57,40 @@ impl<T: AsFd> AsRawFd for FdSource<T> {
     }
 }
 
+/// Reading through the descriptor, where the type itself reads through a
+/// shared reference (`&File`, `&UnixStream`): what lets pipes use
+/// `PollEvented`'s stream transfers.
+impl<T> Read for &FdSource<T>
+where
+    for<'a> &'a T: Read,
+{
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&self.0).read(buf)
+    }
+
+    fn read_vectored(&mut self, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+        (&self.0).read_vectored(bufs)
+    }
+}
+
+/// Writing through the descriptor: see the `Read` impl.
+impl<T> Write for &FdSource<T>
+where
+    for<'a> &'a T: Write,
+{
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&self.0).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&self.0).write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        (&self.0).flush()
+    }
+}
+
 /// Make `fd` non-blocking (`O_NONBLOCK`), keeping its other status flags.
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     let fd = fd.as_raw_fd();

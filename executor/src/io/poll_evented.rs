@@ -16,7 +16,7 @@ use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
 use crate::context;
 use mio::event::Source;
 use mio::Token;
-use std::io;
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
 use std::ptr;
@@ -122,6 +122,49 @@ impl<S: Source> PollEvented<S> {
         op: impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         self.poll_io_until(cx, direction, op, |&n| n > 0 && n < len)
+    }
+
+    /// A stream read into `buf` (see `poll_transfer`): what every
+    /// `AsyncRead::poll_read` of a socket or pipe is.
+    pub(crate) fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>>
+    where
+        for<'a> &'a S: Read,
+    {
+        self.poll_transfer(cx, Direction::Read, buf.len(), |mut s| s.read(buf))
+    }
+
+    /// A vectored stream read (see `poll_transfer`).
+    pub(crate) fn poll_read_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>>
+    where
+        for<'a> &'a S: Read,
+    {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.poll_transfer(cx, Direction::Read, len, |mut s| s.read_vectored(bufs))
+    }
+
+    /// A stream write of `buf` (see `poll_transfer`).
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>>
+    where
+        for<'a> &'a S: Write,
+    {
+        self.poll_transfer(cx, Direction::Write, buf.len(), |mut s| s.write(buf))
+    }
+
+    /// A vectored stream write (see `poll_transfer`).
+    pub(crate) fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>>
+    where
+        for<'a> &'a S: Write,
+    {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.poll_transfer(cx, Direction::Write, len, |mut s| s.write_vectored(bufs))
     }
 
     fn poll_io_until<R>(

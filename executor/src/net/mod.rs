@@ -43,6 +43,70 @@
 //! });
 //! ```
 
+/// The futures-io traits of a connected stream socket (`TcpStream`,
+/// `UnixStream`, and references to them) whose `io` field is a
+/// `PollEvented` of a mio stream: `PollEvented`'s stream transfers, no
+/// buffering, and `poll_close` shutting down the writing half.
+macro_rules! impl_stream_io {
+    ($($ty:ty),*) => {$(
+        impl futures::io::AsyncRead for $ty {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.io.poll_read(cx, buf)
+            }
+
+            fn poll_read_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.io.poll_read_vectored(cx, bufs)
+            }
+        }
+
+        impl futures::io::AsyncWrite for $ty {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.io.poll_write(cx, buf)
+            }
+
+            fn poll_write_vectored(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                self.io.poll_write_vectored(cx, bufs)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                // Writes go straight to the socket: nothing is buffered here.
+                std::task::Poll::Ready(Ok(()))
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                match self.io.source().shutdown(std::net::Shutdown::Write) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotConnected => {
+                        std::task::Poll::Ready(Err(e))
+                    }
+                    _ => std::task::Poll::Ready(Ok(())),
+                }
+            }
+        }
+    )*};
+}
+
 mod addr;
 mod tcp;
 mod udp;

@@ -2,12 +2,10 @@
 
 use super::each_addr;
 use crate::io::{Direction, PollEvented};
-use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::future::poll_fn;
-use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::io;
 use std::net::{self, Shutdown, SocketAddr, ToSocketAddrs};
-use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 /// A TCP socket server, listening for connections.
@@ -185,67 +183,7 @@ impl fmt::Debug for TcpStream {
     }
 }
 
-/// The stream operations, for `TcpStream` and `&TcpStream` alike.
-macro_rules! impl_stream_io {
-    ($ty:ty) => {
-        impl AsyncRead for $ty {
-            fn poll_read(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &mut [u8],
-            ) -> Poll<io::Result<usize>> {
-                self.io
-                    .poll_transfer(cx, Direction::Read, buf.len(), |s| (&*s).read(buf))
-            }
-
-            fn poll_read_vectored(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                bufs: &mut [IoSliceMut<'_>],
-            ) -> Poll<io::Result<usize>> {
-                let len = bufs.iter().map(|b| b.len()).sum();
-                self.io
-                    .poll_transfer(cx, Direction::Read, len, |s| (&*s).read_vectored(bufs))
-            }
-        }
-
-        impl AsyncWrite for $ty {
-            fn poll_write(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &[u8],
-            ) -> Poll<io::Result<usize>> {
-                self.io
-                    .poll_transfer(cx, Direction::Write, buf.len(), |s| (&*s).write(buf))
-            }
-
-            fn poll_write_vectored(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                bufs: &[IoSlice<'_>],
-            ) -> Poll<io::Result<usize>> {
-                let len = bufs.iter().map(|b| b.len()).sum();
-                self.io
-                    .poll_transfer(cx, Direction::Write, len, |s| (&*s).write_vectored(bufs))
-            }
-
-            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                // Writes go straight to the socket: nothing is buffered here.
-                Poll::Ready(Ok(()))
-            }
-
-            fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                match self.io.source().shutdown(Shutdown::Write) {
-                    Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
-                    _ => Poll::Ready(Ok(())),
-                }
-            }
-        }
-    };
-}
-
-impl_stream_io!(TcpStream);
-impl_stream_io!(&TcpStream);
+impl_stream_io!(TcpStream, &TcpStream);
 
 #[cfg(unix)]
 super::impl_as_fd!(TcpListener, TcpStream);

@@ -3,14 +3,12 @@
 
 use crate::io::{Direction, PollEvented};
 use crate::time::sleep;
-use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::future::poll_fn;
-use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::io;
 use std::net::Shutdown;
 use std::os::unix::net::{self, SocketAddr};
 use std::path::Path;
-use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
@@ -266,69 +264,7 @@ impl fmt::Debug for UnixStream {
     }
 }
 
-/// The stream operations, for `UnixStream` and `&UnixStream` alike: the
-/// transfers of TCP's (a short transfer clears readiness: a stream's short
-/// read or write emptied or filled its buffer).
-macro_rules! impl_stream_io {
-    ($ty:ty) => {
-        impl AsyncRead for $ty {
-            fn poll_read(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &mut [u8],
-            ) -> Poll<io::Result<usize>> {
-                self.io
-                    .poll_transfer(cx, Direction::Read, buf.len(), |s| (&*s).read(buf))
-            }
-
-            fn poll_read_vectored(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                bufs: &mut [IoSliceMut<'_>],
-            ) -> Poll<io::Result<usize>> {
-                let len = bufs.iter().map(|b| b.len()).sum();
-                self.io
-                    .poll_transfer(cx, Direction::Read, len, |s| (&*s).read_vectored(bufs))
-            }
-        }
-
-        impl AsyncWrite for $ty {
-            fn poll_write(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                buf: &[u8],
-            ) -> Poll<io::Result<usize>> {
-                self.io
-                    .poll_transfer(cx, Direction::Write, buf.len(), |s| (&*s).write(buf))
-            }
-
-            fn poll_write_vectored(
-                self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-                bufs: &[IoSlice<'_>],
-            ) -> Poll<io::Result<usize>> {
-                let len = bufs.iter().map(|b| b.len()).sum();
-                self.io
-                    .poll_transfer(cx, Direction::Write, len, |s| (&*s).write_vectored(bufs))
-            }
-
-            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                // Writes go straight to the socket: nothing is buffered here.
-                Poll::Ready(Ok(()))
-            }
-
-            fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                match self.io.source().shutdown(Shutdown::Write) {
-                    Err(e) if e.kind() != io::ErrorKind::NotConnected => Poll::Ready(Err(e)),
-                    _ => Poll::Ready(Ok(())),
-                }
-            }
-        }
-    };
-}
-
-impl_stream_io!(UnixStream);
-impl_stream_io!(&UnixStream);
+impl_stream_io!(UnixStream, &UnixStream);
 
 /// A Unix datagram socket.
 ///

@@ -2,11 +2,11 @@
 //! non-blocking pipes on the current pool's driver (`PollEvented`, the
 //! readiness path of every socket).
 
-use crate::io::{set_nonblocking, Direction, FdSource, PollEvented};
+use crate::io::{set_nonblocking, FdSource, PollEvented};
 use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -91,9 +91,7 @@ macro_rules! impl_read {
                 cx: &mut Context<'_>,
                 buf: &mut [u8],
             ) -> Poll<io::Result<usize>> {
-                self.pipe
-                    .io
-                    .poll_transfer(cx, Direction::Read, buf.len(), |s| (&s.0).read(buf))
+                self.pipe.io.poll_read(cx, buf)
             }
 
             fn poll_read_vectored(
@@ -101,10 +99,7 @@ macro_rules! impl_read {
                 cx: &mut Context<'_>,
                 bufs: &mut [IoSliceMut<'_>],
             ) -> Poll<io::Result<usize>> {
-                let len = bufs.iter().map(|b| b.len()).sum();
-                self.pipe
-                    .io
-                    .poll_transfer(cx, Direction::Read, len, |s| (&s.0).read_vectored(bufs))
+                self.pipe.io.poll_read_vectored(cx, bufs)
             }
         }
     )*};
@@ -118,9 +113,7 @@ impl AsyncWrite for ChildStdin {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.pipe
-            .io
-            .poll_transfer(cx, Direction::Write, buf.len(), |s| (&s.0).write(buf))
+        self.pipe.io.poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -128,10 +121,7 @@ impl AsyncWrite for ChildStdin {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.pipe
-            .io
-            .poll_transfer(cx, Direction::Write, len, |s| (&s.0).write_vectored(bufs))
+        self.pipe.io.poll_write_vectored(cx, bufs)
     }
 
     fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
