@@ -8,10 +8,12 @@
 //!
 //! # The current pool
 //!
-//! Innermost first: the pool whose `Pool::block_on` is polling its future
-//! on this thread (`ENTERED`, set only around each poll of that future, so
-//! tasks the thread runs meanwhile see their own pool); else the pool of the
-//! worker thread; else the pool of the blocking thread; else the global
+//! Innermost first: the pool entered on this thread (`ENTERED`): by the
+//! `Pool::block_on` polling its future here (set only around each poll of
+//! that future, so tasks the thread runs meanwhile see their own pool), or
+//! by a `Handle::enter` guard (until it drops); else the pool of the worker
+//! thread; else the pool this thread serves (a blocking thread's, or, with
+//! `tokio-compat`, one of the tokio threads the pool runs); else the global
 //! pool (`scheduler/global.rs`), started on first use.
 //!
 //! # Invariants
@@ -20,7 +22,11 @@
 //!   exactly as long as that worker's main loop runs (`enter_worker`,
 //!   `leave_worker`); it is null on every other thread.
 //! * `ENTERED` points at the `Arc<Registry>` of a `Pool` that is borrowed by
-//!   the `block_on` call in progress, so it outlives every read.
+//!   the `block_on` call in progress, or at one owned by a live
+//!   `EnterGuard`, so it outlives every read. Entries nest: each restores
+//!   the one it replaced. A guard dropped out of order (not the innermost)
+//!   leaks its registry instead of freeing it, since an inner entry may
+//!   still restore a pointer to it, and then panics.
 //! * Thread-locals read on a hot path (the worker, on every wake and spawn)
 //!   have a `const` initializer and no destructor: an access is one load of
 //!   the thread pointer, no lazy-initialization check.
@@ -46,10 +52,12 @@ thread_local! {
     /// The worker whose main loop runs on this thread.
     static WORKER: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 
-    /// The pool entered by the `Pool::block_on` polling on this thread.
+    /// The pool entered by the `Pool::block_on` polling on this thread, or
+    /// by the innermost `Handle::enter` guard.
     static ENTERED: Cell<*const Arc<Registry>> = const { Cell::new(ptr::null()) };
 
-    /// The pool whose blocking thread this is.
+    /// The pool this thread serves: its blocking thread's, or the pool of
+    /// a tokio thread it runs (`tokio-compat`).
     static BLOCKING_POOL: RefCell<Option<Arc<Registry>>> = const { RefCell::new(None) };
 
     /// The task whose closure this blocking thread runs (workers publish
@@ -192,10 +200,47 @@ impl<F: Future> Future for Entered<'_, F> {
     }
 }
 
-/// Makes a pool the current pool of this blocking thread until dropped.
+/// Makes `registry` the current pool of this thread until the guard drops
+/// (`Handle::enter`): one heap slot owns the registry, so the pointer in
+/// `ENTERED` stays valid for as long as any entry may restore it.
+pub(crate) struct EnterGuard {
+    this: *mut Arc<Registry>,
+    previous: *const Arc<Registry>,
+}
+
+/// Make `registry` the current pool of this thread until the guard drops.
+pub(crate) fn enter(registry: &Arc<Registry>) -> EnterGuard {
+    let this = Box::into_raw(Box::new(Arc::clone(registry)));
+    let previous = ENTERED.with(|e| e.replace(this));
+    EnterGuard { this, previous }
+}
+
+impl Drop for EnterGuard {
+    fn drop(&mut self) {
+        let innermost = ENTERED.with(|e| e.get()) == self.this.cast_const();
+        if innermost {
+            ENTERED.with(|e| e.set(self.previous));
+            // SAFETY: `this` came from `Box::into_raw` in `enter`, and no
+            // pointer to it is left in `ENTERED`: it was the innermost entry,
+            // which nothing restores again (the entries inside it are gone).
+            drop(unsafe { Box::from_raw(self.this) });
+        } else if !std::thread::panicking() {
+            // An entry made after this one is still active and will restore
+            // our slot when it goes: leave the slot (and its registry) alive.
+            panic!(
+                "pool::EnterGuard dropped out of order: drop the guards of \
+                 Handle::enter in the reverse order of the enter calls (and do \
+                 not hold one across an .await)"
+            );
+        }
+    }
+}
+
+/// Makes a pool the current pool of this thread until dropped.
 pub(crate) struct BlockingThreadGuard(());
 
-/// Make `registry` the current pool of this (blocking) thread.
+/// Make `registry` the pool this thread serves (a blocking thread, or a
+/// tokio thread of the pool's): its current pool, below the entered ones.
 pub(crate) fn enter_blocking_thread(registry: &Arc<Registry>) -> BlockingThreadGuard {
     BLOCKING_POOL.with(|b| *b.borrow_mut() = Some(Arc::clone(registry)));
     BlockingThreadGuard(())

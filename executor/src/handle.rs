@@ -6,6 +6,7 @@ use crate::task::JoinHandle;
 use crate::trace::dump::{self, TaskInfo};
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::Arc;
 
@@ -62,6 +63,41 @@ impl Handle {
     /// ```
     pub fn try_current() -> Option<Handle> {
         context::try_current().map(|registry| Handle { registry })
+    }
+
+    /// Make this pool the current pool of the calling thread until the guard
+    /// drops: [`spawn`](crate::spawn), [`block_on`](crate::block_on)'s
+    /// current pool, [`Handle::current`], and every socket and timer made
+    /// meanwhile belong to it. For a thread the pool does not own (another
+    /// library's, a C callback's), so that it spawns onto this pool rather
+    /// than starting the global one. Guards nest; drop them in the reverse
+    /// order of the calls, on the thread that made them (the guard is not
+    /// `Send`), and do not hold one across an `.await`.
+    ///
+    /// # Panics
+    ///
+    /// Dropping a guard that is not the innermost one panics (unless the
+    /// thread is already panicking).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(1).build().unwrap();
+    /// let handle = pool.handle();
+    /// std::thread::spawn(move || {
+    ///     let _entered = handle.enter();
+    ///     // Lands on `pool`, not on the global pool.
+    ///     let task = pool::spawn(async { pool::Handle::current().metrics().workers });
+    ///     assert_eq!(pool::block_on(task).unwrap(), 1);
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        EnterGuard {
+            _inner: context::enter(&self.registry),
+            _handle: PhantomData,
+        }
     }
 
     /// Spawn a task onto this handle's pool; see [`Pool::spawn`](crate::Pool::spawn).
@@ -125,6 +161,21 @@ impl Handle {
     /// ```
     pub fn tasks(&self) -> Vec<TaskInfo> {
         dump::collect(&self.registry)
+    }
+}
+
+/// The pool entered on this thread by [`Handle::enter`], until dropped.
+#[must_use = "the pool is current only until the guard drops"]
+pub struct EnterGuard<'a> {
+    _inner: context::EnterGuard,
+    /// Ties the guard to its handle's borrow, as tokio's does; the raw
+    /// pointers inside keep it on its thread (`!Send`, `!Sync`).
+    _handle: PhantomData<&'a Handle>,
+}
+
+impl fmt::Debug for EnterGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnterGuard").finish_non_exhaustive()
     }
 }
 

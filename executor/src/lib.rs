@@ -96,7 +96,7 @@ mod models;
 
 pub use builder::Builder;
 pub use context::task_id;
-pub use handle::Handle;
+pub use handle::{EnterGuard, Handle};
 pub use join::{join, scope, Scope};
 pub use pool::Pool;
 pub use pool_macros::{main, test};
