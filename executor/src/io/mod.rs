@@ -15,7 +15,8 @@
 //! `poll_evented.rs`, a registered source and `poll_io`, the try-then-wait
 //! loop of every socket, pipe and descriptor operation; `async_fd.rs`,
 //! `Async`; `timers.rs`, the timer store; `timer_entry.rs`, one timer of
-//! it, as `time::Sleep` holds it.)
+//! it, as `time::Sleep` holds it; `tokio_io.rs`, tokio's I/O traits on
+//! every stream, feature `tokio-io`.)
 
 mod async_fd;
 mod driver;
@@ -23,9 +24,13 @@ mod poll_evented;
 mod scheduled_io;
 mod timer_entry;
 mod timers;
+#[cfg(feature = "tokio-io")]
+mod tokio_io;
 
 pub use async_fd::Async;
 pub(crate) use async_fd::{set_nonblocking, FdSource};
 pub(crate) use poll_evented::PollEvented;
 pub(crate) use scheduled_io::Direction;
 pub(crate) use timer_entry::TimerEntry;
+#[cfg(feature = "tokio-io")]
+pub(crate) use tokio_io::impl_tokio_io;

@@ -185,5 +185,10 @@ impl fmt::Debug for TcpStream {
 
 impl_stream_io!(TcpStream, &TcpStream);
 
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(read: [] TcpStream, ['a] &'a TcpStream);
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(write: [] TcpStream, ['a] &'a TcpStream);
+
 #[cfg(unix)]
 super::impl_as_fd!(TcpListener, TcpStream);

@@ -266,6 +266,11 @@ impl fmt::Debug for UnixStream {
 
 impl_stream_io!(UnixStream, &UnixStream);
 
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(read: [] UnixStream, ['a] &'a UnixStream);
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(write: [] UnixStream, ['a] &'a UnixStream);
+
 /// A Unix datagram socket.
 ///
 /// # Examples

@@ -107,6 +107,11 @@ macro_rules! impl_read {
 
 impl_read!(ChildStdout, ChildStderr);
 
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(read: [] ChildStdout, [] ChildStderr);
+#[cfg(feature = "tokio-io")]
+crate::io::impl_tokio_io!(write: [] ChildStdin);
+
 impl AsyncWrite for ChildStdin {
     fn poll_write(
         self: Pin<&mut Self>,
