@@ -1,40 +1,6 @@
-//! What hyper 1.x needs to run on pool (feature `hyper`), as hyper-util's
-//! `TokioIo`, `TokioExecutor` and `TokioTimer` are for tokio.
-//!
-//! * [`Io`] turns any futures-io stream ([`net::TcpStream`](crate::net::TcpStream)
-//!   included) into hyper's `rt::Read` + `rt::Write`.
-//! * [`Executor`] spawns hyper's background futures (HTTP/2 streams,
-//!   connection drivers) on the current pool.
-//! * [`Timer`] gives hyper `pool::time` sleeps (header read timeouts, HTTP/2
-//!   keep-alive).
-//!
-//! # Examples
-//!
-//! ```no_run
-//! use pool::hyper::{Executor, Io, Timer};
-//! # async fn serve(
-//! #     service: impl hyper::service::Service<
-//! #         hyper::Request<hyper::body::Incoming>,
-//! #         Response = hyper::Response<String>,
-//! #         Error = std::convert::Infallible,
-//! #         Future = impl std::future::Future + Send + 'static,
-//! #     > + Clone + Send + 'static,
-//! # ) {
-//! let listener = pool::net::TcpListener::bind("127.0.0.1:8080").await.unwrap();
-//! loop {
-//!     let (stream, _) = listener.accept().await.unwrap();
-//!     let service = service.clone();
-//!     # let _ = (Executor::new(), Timer::new());
-//!     pool::spawn(async move {
-//!         let _ = hyper::server::conn::http1::Builder::new()
-//!             .timer(Timer::new())
-//!             .serve_connection(Io::new(stream), service)
-//!             .await;
-//!     });
-//! }
-//! # }
-//! ```
-//! (`examples/examples/http.rs` is a whole server, HTTP/1 and HTTP/2.)
+//! The runtime half of hyper 1.x on pool: [`Io`], [`Executor`], [`Timer`]
+//! (what hyper-util's `TokioIo`, `TokioExecutor` and `TokioTimer` are for
+//! tokio).
 
 use futures::io::{AsyncRead, AsyncWrite};
 use pin_project_lite::pin_project;

@@ -1,0 +1,400 @@
+//! `serve`: an accept loop and one task per connection, HTTP/1 and HTTP/2
+//! chosen per connection (hyper-util's `auto` builder), with upgrades.
+//!
+//! # How it behaves
+//!
+//! * Every accepted connection becomes a task of the current pool; TCP
+//!   connections get `TCP_NODELAY` (unless [`Serve::tcp_nodelay`] says not).
+//! * An accept error that concerns one connection (reset or aborted before
+//!   it was accepted) is skipped. Running out of a resource (descriptors:
+//!   `EMFILE`, `ENFILE`; memory: `ENOMEM`, `ENOBUFS`) does not end the
+//!   server: it waits, 1 ms at first and doubling up to 1 s, and tries
+//!   again (the open connections go on meanwhile and free descriptors as
+//!   they finish). Any other error ends `serve` with that error.
+//! * Graceful shutdown: when the signal completes, the listener is dropped
+//!   (new connections are refused), every open connection is told to finish
+//!   (HTTP/1: after its in-flight request, HTTP/2: a GOAWAY), and `serve`
+//!   returns once all of them are closed. Bound it with
+//!   [`time::timeout`](crate::time::timeout) if a client may hold on.
+
+use super::rt::{Executor, Io, Timer};
+use crate::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use futures::channel::{mpsc, oneshot};
+use futures::future::{Either, FutureExt};
+use futures::io::{AsyncRead, AsyncWrite};
+use hyper::body::{Body, Incoming};
+use hyper::{Request, Response};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::pin::{pin, Pin};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Something [`serve`] accepts connections from: pool's
+/// [`TcpListener`] and [`UnixListener`].
+pub trait Listener: Send + Sync + 'static {
+    /// An accepted connection.
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The peer's address, handed to each request as [`PeerAddr`].
+    type Addr: Clone + Send + Sync + 'static;
+
+    /// Accept a connection, or register to be woken when one arrives.
+    fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(Self::Io, Self::Addr)>>;
+
+    /// Set `TCP_NODELAY` on `io`, where it applies (not on Unix sockets).
+    fn set_nodelay(io: &Self::Io, on: bool) -> io::Result<()>;
+}
+
+impl Listener for TcpListener {
+    type Io = TcpStream;
+    type Addr = std::net::SocketAddr;
+
+    fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, Self::Addr)>> {
+        TcpListener::poll_accept(self, cx)
+    }
+
+    fn set_nodelay(io: &TcpStream, on: bool) -> io::Result<()> {
+        io.set_nodelay(on)
+    }
+}
+
+impl Listener for UnixListener {
+    type Io = UnixStream;
+    type Addr = std::os::unix::net::SocketAddr;
+
+    fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, Self::Addr)>> {
+        UnixListener::poll_accept(self, cx)
+    }
+
+    fn set_nodelay(_: &UnixStream, _: bool) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The client's address, in every request's extensions (axum:
+/// `Extension<PeerAddr<SocketAddr>>`; hyper: `req.extensions().get::<PeerAddr<_>>()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerAddr<A>(pub A);
+
+/// A service [`serve`] can run: a `tower::Service` ([`Tower`]) or a
+/// `hyper::service::Service` ([`Hyper`]). The marker is inferred; a type
+/// that is both needs it named: `serve::<_, _, pool::hyper::Tower>(..)`.
+pub trait IntoHyperService<Marker> {
+    /// The service as hyper calls it.
+    type Service;
+
+    /// Convert.
+    fn into_hyper_service(self) -> Self::Service;
+}
+
+/// Marks a `tower::Service` for [`IntoHyperService`].
+#[derive(Debug)]
+pub enum Tower {}
+
+/// Marks a `hyper::service::Service` for [`IntoHyperService`].
+#[derive(Debug)]
+pub enum Hyper {}
+
+impl<S> IntoHyperService<Tower> for S
+where
+    S: tower_service::Service<Request<Incoming>> + Clone,
+{
+    type Service = TowerToHyperService<S>;
+
+    fn into_hyper_service(self) -> Self::Service {
+        TowerToHyperService::new(self)
+    }
+}
+
+impl<S> IntoHyperService<Hyper> for S
+where
+    S: hyper::service::Service<Request<Incoming>> + Clone,
+{
+    type Service = S;
+
+    fn into_hyper_service(self) -> S {
+        self
+    }
+}
+
+/// Serve HTTP/1 and HTTP/2 on every connection `listener` accepts, each in
+/// a task of the current pool; see the [module docs](super) and
+/// [`Serve`]. Await it (it runs until its listener fails for good, or
+/// until its graceful shutdown is done).
+///
+/// # Examples
+///
+/// An axum app (`axum::Router` is a `tower::Service`):
+///
+/// ```ignore
+/// let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
+/// let listener = pool::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// pool::hyper::serve(listener, app).await?;
+/// ```
+pub fn serve<L, S, M>(listener: L, service: S) -> Serve<L, S::Service>
+where
+    L: Listener,
+    S: IntoHyperService<M>,
+{
+    Serve {
+        state: State::Setup(Setup {
+            listener,
+            service: service.into_hyper_service(),
+            nodelay: true,
+            shutdown: None,
+        }),
+    }
+}
+
+/// The server [`serve`] returns: set it up, then `.await` it or spawn it
+/// (it is a `Future`, `Send` and `'static`).
+#[must_use = "a server does nothing until it is awaited or spawned"]
+pub struct Serve<L, S> {
+    state: State<L, S>,
+}
+
+enum State<L, S> {
+    /// Not polled yet: the settings can still change.
+    Setup(Setup<L, S>),
+    /// Running.
+    Running(Pin<Box<dyn Future<Output = io::Result<()>> + Send>>),
+    /// Returned its result.
+    Done,
+}
+
+struct Setup<L, S> {
+    listener: L,
+    service: S,
+    nodelay: bool,
+    shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl<L, S> fmt::Debug for Serve<L, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Setup(_) => "not started",
+            State::Running(_) => "running",
+            State::Done => "done",
+        };
+        f.debug_struct("Serve").field("state", &state).finish()
+    }
+}
+
+impl<L, S> Serve<L, S> {
+    fn setup(&mut self) -> &mut Setup<L, S> {
+        match &mut self.state {
+            State::Setup(setup) => setup,
+            _ => unreachable!("a Serve is set up by value, before its first poll"),
+        }
+    }
+
+    /// When `signal` completes: stop accepting, let every open connection
+    /// finish, then return `Ok(())`.
+    pub fn with_graceful_shutdown<F>(mut self, signal: F) -> Serve<L, S>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.setup().shutdown = Some(Box::pin(signal));
+        self
+    }
+
+    /// Set `TCP_NODELAY` on every accepted TCP connection (the default:
+    /// responses go out without waiting for Nagle's algorithm).
+    pub fn tcp_nodelay(mut self, on: bool) -> Serve<L, S> {
+        self.setup().nodelay = on;
+        self
+    }
+}
+
+// The running server is boxed: `Serve` moves nothing pinned.
+impl<L, S> Unpin for Serve<L, S> {}
+
+impl<L, S, B> Future for Serve<L, S>
+where
+    L: Listener,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Output = io::Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Done) {
+                State::Setup(setup) => self.state = State::Running(Box::pin(run(setup))),
+                State::Running(mut running) => {
+                    let poll = running.as_mut().poll(cx);
+                    if poll.is_pending() {
+                        self.state = State::Running(running);
+                    }
+                    return poll;
+                }
+                State::Done => panic!("pool::hyper::Serve polled after it returned"),
+            }
+        }
+    }
+}
+
+/// Is this accept error about one connection only (try the next at once)?
+fn concerns_one_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+    )
+}
+
+/// Is this accept error a resource running out (wait, then try again)?
+fn out_of_resources(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+    )
+}
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+async fn run<L, S, B>(setup: Setup<L, S>) -> io::Result<()>
+where
+    L: Listener,
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let Setup {
+        listener,
+        service,
+        nodelay,
+        shutdown,
+    } = setup;
+    let mut builder = auto::Builder::new(Executor::new());
+    builder.http1().timer(Timer::new());
+    builder.http2().timer(Timer::new());
+
+    // Graceful shutdown: `closing` completes for every connection when
+    // `close` is sent (or dropped); `alive` closes when the last
+    // connection drops its sender.
+    let graceful = shutdown.map(|signal| {
+        let (close, closing) = oneshot::channel::<()>();
+        let (alive_tx, alive) = mpsc::channel::<()>(0);
+        (signal, close, closing.shared(), alive_tx, alive)
+    });
+    let (mut signal, close, closing, alive_tx, mut alive) = match graceful {
+        Some((s, c, cl, tx, rx)) => (Some(s), Some(c), Some(cl), Some(tx), Some(rx)),
+        None => (None, None, None, None, None),
+    };
+
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let accepted = poll_fn(|cx| {
+            if let Some(signal) = signal.as_mut() {
+                if signal.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+            }
+            listener.poll_accept(cx).map(Some)
+        })
+        .await;
+        let (io, peer) = match accepted {
+            None => break,
+            Some(Ok(conn)) => {
+                backoff = FIRST_BACKOFF;
+                conn
+            }
+            Some(Err(e)) if concerns_one_connection(&e) => continue,
+            Some(Err(e)) if out_of_resources(&e) => {
+                // Keep the shutdown signal heard while waiting.
+                let wait = pin!(crate::time::sleep(backoff));
+                let stop = poll_fn(|cx| match signal.as_mut() {
+                    Some(signal) => signal.as_mut().poll(cx),
+                    None => Poll::Pending,
+                });
+                if let Either::Right(_) = futures::future::select(wait, pin!(stop)).await {
+                    break;
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+            Some(Err(e)) => return Err(e),
+        };
+        if nodelay {
+            // A connection that is already gone fails its first read: no
+            // reason to refuse it here.
+            let _ = L::set_nodelay(&io, true);
+        }
+        let service = AddPeer {
+            inner: service.clone(),
+            peer: PeerAddr(peer),
+        };
+        let builder = builder.clone();
+        let closing = closing.clone();
+        let alive = alive_tx.clone();
+        drop(crate::spawn(async move {
+            let conn = builder.serve_connection_with_upgrades(Io::new(io), service);
+            let mut conn = pin!(conn);
+            let Some(mut closing) = closing else {
+                let _ = conn.await;
+                return;
+            };
+            let finished = poll_fn(|cx| {
+                if let Poll::Ready(r) = conn.as_mut().poll(cx) {
+                    return Poll::Ready(Some(r));
+                }
+                closing.poll_unpin(cx).map(|_| None)
+            })
+            .await;
+            if finished.is_none() {
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+            }
+            drop(alive);
+        }));
+    }
+
+    // Stop accepting, then tell every connection and wait for them all.
+    drop(listener);
+    drop(close);
+    drop(alive_tx);
+    if let Some(alive) = alive.as_mut() {
+        use futures::StreamExt;
+        while alive.next().await.is_some() {}
+    }
+    Ok(())
+}
+
+/// Puts the peer's address into every request of one connection.
+#[derive(Clone)]
+struct AddPeer<S, A> {
+    inner: S,
+    peer: PeerAddr<A>,
+}
+
+impl<S, A> hyper::service::Service<Request<Incoming>> for AddPeer<S, A>
+where
+    S: hyper::service::Service<Request<Incoming>>,
+    A: Clone + Send + Sync + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut req: Request<Incoming>) -> S::Future {
+        req.extensions_mut().insert(self.peer.clone());
+        self.inner.call(req)
+    }
+}
