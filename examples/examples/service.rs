@@ -188,8 +188,10 @@ async fn main() -> io::Result<()> {
             }
             Event::Reload => match load_greeting(&args.config).await {
                 Ok(greeting) => {
+                    // In force before it is announced: a client that reads
+                    // the line and asks at once gets the new greeting.
+                    *settings.write().expect("settings lock") = greeting.clone();
                     println!("reloaded: {greeting}");
-                    *settings.write().expect("settings lock") = greeting;
                 }
                 // A bad config keeps the old settings.
                 Err(e) => eprintln!("reload failed, keeping the old settings: {e}"),
