@@ -248,9 +248,14 @@ pub(crate) fn enter_blocking_thread(registry: &Arc<Registry>) -> BlockingThreadG
 
 impl Drop for BlockingThreadGuard {
     fn drop(&mut self) {
-        let registry = BLOCKING_POOL.with(|b| b.borrow_mut().take());
-        drop(registry);
+        leave_thread_pool();
     }
+}
+
+/// This thread serves no pool any more (undoes `enter_blocking_thread`).
+pub(crate) fn leave_thread_pool() {
+    let registry = BLOCKING_POOL.with(|b| b.borrow_mut().take());
+    drop(registry);
 }
 
 /// The id of the task being polled on this thread, if any.

@@ -106,6 +106,8 @@ impl Pool {
     /// assert_eq!(out, 2);
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        // The tokio runtime's context (`tokio-compat`) for the whole call.
+        let _tokio = self.handle.registry.enter_tokio();
         block_on(Entered::new(&self.handle.registry, future))
     }
 

@@ -128,6 +128,7 @@ impl BlockingPool {
     /// The body of one blocking thread.
     fn run_thread(&self, registry: &Arc<Registry>, id: usize) {
         let _current = context::enter_blocking_thread(registry);
+        let _tokio = registry.enter_tokio();
         let mut st = self.state.lock();
         'work: loop {
             while !st.shutdown {

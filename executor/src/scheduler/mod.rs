@@ -37,6 +37,8 @@ mod shutdown;
 mod spawn;
 mod start;
 mod timeline;
+#[cfg(feature = "tokio-compat")]
+mod tokio_compat;
 mod watcher;
 mod worker;
 

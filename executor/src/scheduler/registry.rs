@@ -52,6 +52,15 @@ pub(crate) struct WorkerInfo {
     pub(super) lifo: LifoSlot<TaskHeader>,
 }
 
+/// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
+/// no `tokio-compat`) nothing.
+#[cfg(feature = "tokio-compat")]
+pub(crate) type TokioGuard<'a> = Option<tokio::runtime::EnterGuard<'a>>;
+/// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
+/// no `tokio-compat`) nothing.
+#[cfg(not(feature = "tokio-compat"))]
+pub(crate) type TokioGuard<'a> = Option<std::marker::PhantomData<&'a ()>>;
+
 pub(crate) struct Registry {
     injector: Injector<Runnable>,
     workers: Box<[WorkerInfo]>,
@@ -69,6 +78,9 @@ pub(crate) struct Registry {
     clock: CoarseClock,
     /// The workers' timeline, when the pool is traced.
     timeline: Option<Arc<Timeline>>,
+    /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
+    #[cfg(feature = "tokio-compat")]
+    tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
@@ -142,6 +154,37 @@ impl Registry {
             on_thread_stop: config.on_thread_stop,
             clock: CoarseClock::default(),
             timeline,
+            #[cfg(feature = "tokio-compat")]
+            tokio: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Start the pool's tokio runtime (once, before any worker starts).
+    #[cfg(feature = "tokio-compat")]
+    pub(super) fn start_tokio(self: &Arc<Self>, thread_name: &str) -> std::io::Result<()> {
+        let tokio = super::tokio_compat::TokioCompat::start(self, thread_name)?;
+        let _ = self.tokio.set(tokio);
+        Ok(())
+    }
+
+    /// Enter the pool's tokio runtime context on this thread until the
+    /// guard drops (feature `tokio-compat`; without it, nothing).
+    pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
+        #[cfg(feature = "tokio-compat")]
+        {
+            self.tokio.get().map(|t| t.enter())
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        {
+            None
+        }
+    }
+
+    /// Stop the pool's tokio runtime (shutdown's last step).
+    pub(super) fn stop_tokio(&self) {
+        #[cfg(feature = "tokio-compat")]
+        if let Some(tokio) = self.tokio.get() {
+            tokio.stop();
         }
     }
 

@@ -15,6 +15,8 @@
 //!    tasks and wake each one still registered (which queues it), drain the
 //!    blocking queue, the injector and every deque, dropping the runnables;
 //!    then shut the I/O driver down (sockets fail, timers complete).
+//! 6. **Stop the tokio runtime** (feature `tokio-compat`, `tokio_compat.rs`)
+//!    last, so that the tasks dropped in step 5 could still use it.
 //!
 //! # Invariants
 //!
@@ -151,6 +153,9 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
 
     // 5. Drop every task that did not complete.
     drop_unfinished_tasks(registry);
+
+    // 6. Stop the tokio runtime (feature `tokio-compat`).
+    registry.stop_tokio();
 }
 
 /// Step 5. Each live task is woken, which queues its runnable; every queue

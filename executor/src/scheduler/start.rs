@@ -76,6 +76,9 @@ pub(crate) fn start(mut config: Config) -> io::Result<(Arc<Registry>, Threads)> 
         registry: &registry,
         threads: Threads::default(),
     };
+    // Before the workers: each enters the runtime's context as it starts.
+    #[cfg(feature = "tokio-compat")]
+    registry.start_tokio(&thread_name)?;
     for (index, (deque, jobs)) in deques.into_iter().enumerate() {
         let mut builder = thread::Builder::new().name(format!("{thread_name}-{index}"));
         if let Some(bytes) = stack_size {

@@ -434,6 +434,9 @@ pub(crate) fn main_loop(
     if let Some(timeline) = this.registry.timeline() {
         timeline.enter_thread(Some(index));
     }
+    // The tokio runtime's context (`tokio-compat`), for the thread's life,
+    // hooks included.
+    let _tokio = this.registry.enter_tokio();
     if let Some(hook) = this.registry.on_thread_start() {
         call_quietly(|| hook());
     }

@@ -1,0 +1,178 @@
+//! Feature `tokio-compat`: tokio-only code inside pool tasks, on the pool's
+//! one tokio runtime thread; the pool current on tokio's threads.
+//!
+//! Its own test binary: it checks that the global pool never starts and
+//! counts the process's threads by name.
+
+use pool::Handle;
+use std::time::Duration;
+use tests::watchdog;
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+fn pool_named(name: &str) -> pool::Pool {
+    pool::Builder::new()
+        .worker_threads(2)
+        .thread_name(name)
+        .build()
+        .unwrap()
+}
+
+fn thread_name() -> String {
+    std::thread::current().name().unwrap_or("").to_owned()
+}
+
+/// The names of this process's threads that start with `prefix`.
+fn threads_named(prefix: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let comm = task.unwrap().path().join("comm");
+        if let Ok(name) = std::fs::read_to_string(comm) {
+            let name = name.trim().to_owned();
+            if name.starts_with(prefix) {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn tokio_timers_and_sockets_work_in_pool_tasks() {
+    watchdog("tokio-compat: timers and sockets", 30, || {
+        let p = pool_named("tcio");
+        p.block_on(async {
+            let task = pool::spawn(async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap();
+                let client = tokio::net::TcpStream::connect(addr);
+                let (accepted, client) = futures::join!(listener.accept(), client);
+                let (mut server_side, _) = accepted.unwrap();
+                let mut client = client.unwrap();
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                client.write_all(b"hi").await.unwrap();
+                let mut buf = [0; 2];
+                server_side.read_exact(&mut buf).await.unwrap();
+                (buf, thread_name())
+            });
+            let (buf, ran_on) = task.await.unwrap();
+            assert_eq!(&buf, b"hi");
+            assert!(
+                ran_on.starts_with("tcio-"),
+                "a pool worker ran it: {ran_on}"
+            );
+            // The block_on future itself is inside the runtime's context too.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        });
+    });
+}
+
+#[test]
+fn tokio_spawn_runs_on_the_pools_tokio_thread_where_the_pool_is_current() {
+    watchdog("tokio-compat: tokio::spawn", 30, || {
+        let p = pool_named("tcsp");
+        let (spawned_on, inner_on, workers) = p.block_on(async {
+            pool::spawn(async {
+                tokio::spawn(async {
+                    let here = thread_name();
+                    // pool::spawn from tokio's thread: the user's pool.
+                    let inner = pool::spawn(async { thread_name() }).await.unwrap();
+                    (here, inner, Handle::current().metrics().workers)
+                })
+                .await
+                .unwrap()
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(spawned_on, "tcsp-tokio");
+        assert!(inner_on.starts_with("tcsp-"), "{inner_on}");
+        assert_ne!(inner_on, "tcsp-tokio");
+        assert_eq!(workers, 2);
+        assert!(
+            Handle::try_current().is_none(),
+            "the global pool never started"
+        );
+    });
+}
+
+#[test]
+fn tokio_spawn_blocking_threads_are_named_and_see_the_pool() {
+    watchdog("tokio-compat: spawn_blocking", 30, || {
+        let p = pool_named("tcbl");
+        let (name, workers, from_pool_blocking) = p.block_on(async {
+            let (name, workers) = tokio::task::spawn_blocking(|| {
+                (thread_name(), Handle::current().metrics().workers)
+            })
+            .await
+            .unwrap();
+            // pool's own blocking threads have tokio's context too.
+            let from_pool_blocking =
+                pool::spawn_blocking(|| tokio::runtime::Handle::try_current().is_ok())
+                    .await
+                    .unwrap();
+            (name, workers, from_pool_blocking)
+        });
+        assert_eq!(name, "tcbl-tokio-blocking");
+        assert_eq!(workers, 2);
+        assert!(from_pool_blocking);
+    });
+}
+
+#[test]
+fn towers_timeout_layer_fires_inside_a_pool_task() {
+    watchdog("tokio-compat: tower timeout", 30, || {
+        let p = pool_named("tctw");
+        p.block_on(async {
+            pool::spawn(async {
+                let mut svc = ServiceBuilder::new()
+                    .timeout(Duration::from_millis(20))
+                    .service_fn(|slow: bool| async move {
+                        if slow {
+                            pool::time::sleep(Duration::from_secs(5)).await;
+                        }
+                        Ok::<_, std::convert::Infallible>("done")
+                    });
+                assert_eq!(
+                    svc.ready().await.unwrap().call(false).await.unwrap(),
+                    "done"
+                );
+                let err = svc.ready().await.unwrap().call(true).await.unwrap_err();
+                assert!(
+                    err.is::<tower::timeout::error::Elapsed>(),
+                    "the timeout fired: {err}"
+                );
+            })
+            .await
+            .unwrap();
+        });
+    });
+}
+
+#[test]
+fn one_tokio_thread_per_pool_and_none_after_it_is_dropped() {
+    watchdog("tokio-compat: threads", 30, || {
+        let p = pool_named("tcth");
+        assert_eq!(threads_named("tcth-tokio"), ["tcth-tokio"]);
+        // A tokio task left pending is dropped with the runtime.
+        let dropped = tests::DropCounter::default();
+        let tracked = dropped.track();
+        p.block_on(async move {
+            tokio::spawn(async move {
+                let _tracked = tracked;
+                std::future::pending::<()>().await;
+            });
+        });
+        drop(p);
+        assert!(
+            threads_named("tcth-tokio").is_empty(),
+            "the runtime thread was joined"
+        );
+        tests::wait_for(
+            "the pending tokio task is dropped with the runtime",
+            Duration::from_secs(5),
+            || dropped.drops() == 1,
+        );
+    });
+}
