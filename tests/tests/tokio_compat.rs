@@ -154,7 +154,12 @@ fn towers_timeout_layer_fires_inside_a_pool_task() {
 fn one_tokio_thread_per_pool_and_none_after_it_is_dropped() {
     watchdog("tokio-compat: threads", 30, || {
         let p = pool_named("tcth");
-        assert_eq!(threads_named("tcth-tokio"), ["tcth-tokio"]);
+        // (A new thread names itself as it starts: wait for that.)
+        tests::wait_for(
+            "the runtime thread is named",
+            Duration::from_secs(5),
+            || threads_named("tcth-tokio") == ["tcth-tokio"],
+        );
         // A tokio task left pending is dropped with the runtime.
         let dropped = tests::DropCounter::default();
         let tracked = dropped.track();
