@@ -27,9 +27,26 @@
 //!
 //! The free functions ([`spawn`], [`Handle::current`]) act on the current
 //! pool, innermost first: the pool whose [`Pool::block_on`] is running its
-//! future on this thread; else the pool of the worker thread running the
-//! code; else the global pool, started on first use with one worker per
+//! future on this thread, or that a [`Handle::enter`] guard made current;
+//! else the pool of the worker thread running the code; else the pool of
+//! the blocking thread (or, with `tokio-compat`, of the pool's tokio
+//! thread); else the global pool, started on first use with one worker per
 //! available CPU (`POOL_WORKER_THREADS` overrides the count).
+//!
+//! # Features
+//!
+//! Off by default:
+//!
+//! * `hyper`: `hyper::serve` (HTTP/1 and HTTP/2 for any tower or hyper
+//!   service: an axum `Router`, tonic's `Routes`), `hyper::Connector`
+//!   for hyper-util's client, and hyper's runtime pieces.
+//! * `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on pool's sockets, pipes
+//!   and [`io::Async`].
+//! * `tokio-compat`: every pool runs one tokio current-thread runtime on a
+//!   thread of its own, and every pool thread enters its context for life,
+//!   so tokio-only code (reqwest, tonic's channel, tower's timeouts) runs
+//!   in pool tasks with no per-poll cost. README: "The tokio-typed
+//!   ecosystem" says what runs on which thread.
 //!
 //! # Macros
 //!

@@ -17,7 +17,9 @@
 //! own client threads (no HTTP). `unix-echo` is the same over a Unix
 //! socket, and `unix-hello` is `GET /` over a Unix socket from this
 //! process's own keep-alive HTTP/1.1 client threads (wrk has no Unix
-//! sockets); both run on pool and tokio only.
+//! sockets); both run on pool and tokio only. `axum` is `GET /users/1` (a
+//! JSON reply) from the axum example's app, served by
+//! `pool::hyper::serve` on pool and by `axum::serve` on tokio.
 
 use benches::{median, percentile};
 use std::collections::BTreeMap;
@@ -30,9 +32,14 @@ use std::time::{Duration, Instant};
 use tests::ListeningServer;
 
 const RUNTIMES: [&str; 4] = ["pool", "pool-async-io", "tokio", "smol"];
-const VARIANTS: [&str; 5] = ["hello", "work", "echo", "unix-echo", "unix-hello"];
-/// The runtimes `http_server` serves a Unix socket on.
+const VARIANTS: [&str; 6] = ["hello", "work", "echo", "unix-echo", "unix-hello", "axum"];
+/// The runtimes `http_server` serves a Unix socket, and the axum app, on.
 const UNIX_RUNTIMES: [&str; 2] = ["pool", "tokio"];
+
+/// Does `variant` run on pool and tokio only?
+fn pool_and_tokio_only(variant: &str) -> bool {
+    variant.starts_with("unix") || variant == "axum"
+}
 const ECHO_MSG: usize = 64;
 
 struct Args {
@@ -85,6 +92,7 @@ fn parse_args() -> Args {
                     "echo".into(),
                     "unix-echo".into(),
                     "unix-hello".into(),
+                    "axum".into(),
                 ];
             }
             _ => usage(&format!("unknown option {a:?}")),
@@ -122,7 +130,12 @@ fn server_binary() -> PathBuf {
     me.with_file_name("http_server")
 }
 
-fn start(runtime: &str, echo: bool, unix: Option<&std::path::Path>) -> ListeningServer {
+fn start(
+    runtime: &str,
+    variant: &str,
+    echo: bool,
+    unix: Option<&std::path::Path>,
+) -> ListeningServer {
     let binary = server_binary();
     if !binary.exists() {
         eprintln!(
@@ -135,6 +148,9 @@ fn start(runtime: &str, echo: bool, unix: Option<&std::path::Path>) -> Listening
     cmd.args(["--runtime", runtime, "--workers", "2"]);
     if echo {
         cmd.arg("--echo");
+    }
+    if variant == "axum" {
+        cmd.arg("--axum");
     }
     if let Some(path) = unix {
         let _ = std::fs::remove_file(path);
@@ -319,7 +335,7 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let unix = variant
         .starts_with("unix")
         .then(|| std::env::temp_dir().join(format!("http_load-{}.sock", std::process::id())));
-    let server = start(runtime, echo, unix.as_deref());
+    let server = start(runtime, variant, echo, unix.as_deref());
     let (pid, addr) = (server.pid(), server.addr.clone());
     // Let the server settle: its workers fall asleep.
     std::thread::sleep(Duration::from_millis(100));
@@ -327,6 +343,7 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let (rps, p50_us, p99_us, requests) = match variant {
         "hello" => wrk(&addr, "/", args.connections, args.secs),
         "work" => wrk(&addr, "/work?us=10", args.connections, args.secs),
+        "axum" => wrk(&addr, "/users/1", args.connections, args.secs),
         "unix-hello" => client_load(&addr, args.connections, args.secs, http_round_trip),
         _ => client_load(&addr, args.connections, args.secs, echo_round_trip),
     };
@@ -366,7 +383,7 @@ fn main() {
             let runtimes: Vec<&String> = args
                 .runtimes
                 .iter()
-                .filter(|r| !variant.starts_with("unix") || UNIX_RUNTIMES.contains(&r.as_str()))
+                .filter(|r| !pool_and_tokio_only(variant) || UNIX_RUNTIMES.contains(&r.as_str()))
                 .collect();
             let n = runtimes.len();
             for i in 0..n {

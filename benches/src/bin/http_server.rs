@@ -3,7 +3,13 @@
 //!
 //! ```text
 //! http_server --runtime pool|pool-async-io|tokio|smol [--echo] [--workers N] [--unix PATH]
+//! http_server --runtime pool|tokio --axum [--workers N]
 //! ```
+//!
+//! With `--axum` it serves the axum example's app (`examples::axum_app`,
+//! JSON routes, shared state, tower-http's timeout layer): on pool with
+//! `pool::hyper::serve` (the timeout's tokio timer through pool's
+//! `tokio-compat`), on tokio with `axum::serve`.
 //!
 //! With `--unix PATH` (pool and tokio) it listens on a Unix socket at PATH
 //! instead, and prints `listening on unix:PATH`.
@@ -157,6 +163,36 @@ fn run_tokio(workers: usize, echo: bool, unix: Option<PathBuf>) {
     });
 }
 
+/// The axum app's request timeout: never reached by the benchmark.
+const AXUM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn run_pool_axum(workers: usize) {
+    let p = pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .unwrap();
+    p.block_on(async {
+        let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listening(listener.local_addr().unwrap());
+        let app = examples::axum_app::app(AXUM_TIMEOUT);
+        pool::hyper::serve(listener, app).await.unwrap();
+    });
+}
+
+fn run_tokio_axum(workers: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listening(listener.local_addr().unwrap());
+        let app = examples::axum_app::app(AXUM_TIMEOUT);
+        axum::serve(listener, app).await.unwrap();
+    });
+}
+
 fn run_smol(workers: usize, echo: bool) {
     let ex = Arc::new(async_executor::Executor::new());
     for i in 0..workers {
@@ -193,6 +229,7 @@ fn main() {
     let mut echo = false;
     let mut workers = 2;
     let mut unix = None;
+    let mut axum = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -203,6 +240,7 @@ fn main() {
                 ))
             }
             "--echo" => echo = true,
+            "--axum" => axum = true,
             "--workers" => {
                 workers = it
                     .next()
@@ -218,6 +256,17 @@ fn main() {
         }
         run(workers, echo)
     };
+    if axum {
+        if echo || unix.is_some() {
+            usage("--axum serves HTTP over TCP: no --echo, no --unix");
+        }
+        match runtime.as_deref() {
+            Some("pool") => run_pool_axum(workers),
+            Some("tokio") => run_tokio_axum(workers),
+            _ => usage("--axum is for --runtime pool or tokio"),
+        }
+        return;
+    }
     match runtime.as_deref() {
         Some("pool") => run_pool(workers, echo, unix),
         Some("pool-async-io") => tcp_only(run_pool_async_io),
