@@ -1,21 +1,12 @@
 //! The reqwest example: tokio's HTTP client in pool tasks (tokio-compat)
 //! GETs from a pool server in the same process.
 
-use tests::{example_binary, watchdog};
+use tests::{run_example, watchdog};
 
 #[test]
 fn reqwest_gets_from_pool_tasks_against_a_pool_server() {
     watchdog("reqwest example", 60, || {
-        let out = std::process::Command::new(example_binary("reqwest_get"))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = run_example("reqwest_get", &[]);
         let lines: Vec<&str> = stdout.lines().collect();
         assert_eq!(lines.len(), 5, "{stdout}");
         for line in &lines[..4] {

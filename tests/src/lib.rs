@@ -132,6 +132,23 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// Run the example `name` with `args` to its end and return what it
+/// printed; fail with its status and both outputs unless it succeeded.
+pub fn run_example(name: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(example_binary(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run the {name} example: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the {name} example: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// A server process that prints `listening on ADDR` as its first line: the
 /// examples' servers and the benchmarks' `http_server`. Killed when dropped,
 /// so a failing test leaves no orphan holding its output pipes.

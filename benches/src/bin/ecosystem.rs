@@ -159,40 +159,63 @@ where
     F: Fn() -> Fut + Clone + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let n = args.concurrency;
     if runtime == "pool" {
-        let p = pool::Builder::new().worker_threads(2).build().unwrap();
-        measure(args, |from, stop| {
-            p.block_on(async {
-                let loops: Vec<_> = (0..n)
-                    .map(|_| pool::spawn(client_loop(call.clone(), from, stop)))
-                    .collect();
-                let mut out = Vec::new();
-                for l in loops {
-                    out.push(l.await.unwrap());
-                }
-                out
-            })
-        })
+        on_pool(
+            &pool::Builder::new().worker_threads(2).build().unwrap(),
+            args,
+            call,
+        )
     } else {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        measure(args, |from, stop| {
-            rt.block_on(async {
-                let loops: Vec<_> = (0..n)
-                    .map(|_| tokio::spawn(client_loop(call.clone(), from, stop)))
-                    .collect();
-                let mut out = Vec::new();
-                for l in loops {
-                    out.push(l.await.unwrap());
-                }
-                out
-            })
-        })
+        on_tokio(&tokio_runtime(), args, call)
     }
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `args.concurrency` client loops of `call` as tasks of `p`.
+fn on_pool<F, Fut>(p: &pool::Pool, args: &Args, call: F) -> Run
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    measure(args, |from, stop| {
+        p.block_on(async {
+            let loops: Vec<_> = (0..args.concurrency)
+                .map(|_| pool::spawn(client_loop(call.clone(), from, stop)))
+                .collect();
+            let mut out = Vec::new();
+            for l in loops {
+                out.push(l.await.unwrap());
+            }
+            out
+        })
+    })
+}
+
+/// `args.concurrency` client loops of `call` as tasks of `rt`.
+fn on_tokio<F, Fut>(rt: &tokio::runtime::Runtime, args: &Args, call: F) -> Run
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    measure(args, |from, stop| {
+        rt.block_on(async {
+            let loops: Vec<_> = (0..args.concurrency)
+                .map(|_| tokio::spawn(client_loop(call.clone(), from, stop)))
+                .collect();
+            let mut out = Vec::new();
+            for l in loops {
+                out.push(l.await.unwrap());
+            }
+            out
+        })
+    })
 }
 
 fn say_hello_call<T>(
@@ -235,29 +258,12 @@ fn tonic_on(runtime: &str, args: &Args) -> Run {
         let addr = addr_rx.recv().unwrap();
         let client =
             GreeterClient::with_origin(channel(), format!("http://{addr}").parse().unwrap());
-        let call = say_hello_call(client);
-        let n = args.concurrency;
-        let run = measure(args, |from, stop| {
-            p.block_on(async {
-                let loops: Vec<_> = (0..n)
-                    .map(|_| pool::spawn(client_loop(call.clone(), from, stop)))
-                    .collect();
-                let mut out = Vec::new();
-                for l in loops {
-                    out.push(l.await.unwrap());
-                }
-                out
-            })
-        });
+        let run = on_pool(&p, args, say_hello_call(client));
         drop(server);
         drop(p);
         run
     } else {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio_runtime();
         let incoming = rt
             .block_on(async {
                 tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap())
@@ -281,20 +287,7 @@ fn tonic_on(runtime: &str, args: &Args) -> Run {
                     .connect(),
             )
             .unwrap();
-        let call = say_hello_call(GreeterClient::new(channel));
-        let n = args.concurrency;
-        measure(args, |from, stop| {
-            rt.block_on(async {
-                let loops: Vec<_> = (0..n)
-                    .map(|_| tokio::spawn(client_loop(call.clone(), from, stop)))
-                    .collect();
-                let mut out = Vec::new();
-                for l in loops {
-                    out.push(l.await.unwrap());
-                }
-                out
-            })
-        })
+        on_tokio(&rt, args, say_hello_call(GreeterClient::new(channel)))
     }
 }
 
