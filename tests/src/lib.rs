@@ -273,3 +273,17 @@ pub fn set_soft_limit(resource: libc::__rlimit_resource_t, value: Option<u64>) {
         assert_eq!(libc::setrlimit(resource, &lim), 0, "setrlimit");
     }
 }
+
+/// Lower this process's descriptor limit to `limit` and open `/dev/null`
+/// until no descriptor is left (`EMFILE`): the files that hold them.
+pub fn use_up_descriptors(limit: u64) -> Vec<std::fs::File> {
+    set_soft_limit(libc::RLIMIT_NOFILE, Some(limit));
+    let mut hogs = Vec::new();
+    loop {
+        match std::fs::File::open("/dev/null") {
+            Ok(f) => hogs.push(f),
+            Err(e) if e.raw_os_error() == Some(libc::EMFILE) => return hogs,
+            Err(e) => panic!("unexpected error while using up descriptors: {e}"),
+        }
+    }
+}

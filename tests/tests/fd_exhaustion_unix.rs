@@ -5,7 +5,6 @@
 
 use pool::net::{UnixListener, UnixStream};
 use pool::Builder;
-use std::fs::File;
 use std::time::Duration;
 use tests::watchdog;
 
@@ -19,15 +18,7 @@ fn unix_accept_reports_emfile_without_spinning_and_recovers() {
             let listener = UnixListener::bind(&path).unwrap();
             // A connection waits in the backlog while descriptors run out.
             let _client = UnixStream::connect(&path).await.unwrap();
-            tests::set_soft_limit(libc::RLIMIT_NOFILE, Some(256));
-            let mut hogs = Vec::new();
-            loop {
-                match File::open("/dev/null") {
-                    Ok(f) => hogs.push(f),
-                    Err(e) if e.raw_os_error() == Some(libc::EMFILE) => break,
-                    Err(e) => panic!("unexpected error while using up descriptors: {e}"),
-                }
-            }
+            let hogs = tests::use_up_descriptors(256);
             // An accept loop as a service writes it: report, back off,
             // retry. Each accept returns the error once (no spinning inside
             // pool), and the pending connection's readiness is not lost.

@@ -6,7 +6,6 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use pool::net::TcpListener;
 use std::convert::Infallible;
-use std::fs::File;
 use std::io::{Read, Write};
 use std::time::Duration;
 use tests::watchdog;
@@ -25,15 +24,7 @@ fn serve_backs_off_on_emfile_and_serves_once_descriptors_are_free() {
         let server = p.spawn(pool::hyper::serve(listener, service));
         // Descriptors run out, but for the one a client connects with: the
         // server's accept of it fails with EMFILE.
-        tests::set_soft_limit(libc::RLIMIT_NOFILE, Some(256));
-        let mut hogs = Vec::new();
-        loop {
-            match File::open("/dev/null") {
-                Ok(f) => hogs.push(f),
-                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => break,
-                Err(e) => panic!("unexpected error while using up descriptors: {e}"),
-            }
-        }
+        let mut hogs = tests::use_up_descriptors(256);
         drop(hogs.pop());
         let mut client = std::net::TcpStream::connect(addr).unwrap();
         client

@@ -26,7 +26,6 @@ use examples::greeter::{channel, GreeterClient, GreeterServer, HelloRequest, MyG
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tests::{process_cpu_time, ListeningServer};
 
@@ -228,9 +227,8 @@ where
     <T::ResponseBody as tonic::codegen::Body>::Error: Into<tonic::codegen::StdError> + Send,
     T::Error: Into<tonic::codegen::StdError>,
 {
-    let client = Arc::new(client);
     move || {
-        let mut client = GreeterClient::clone(&client);
+        let mut client = client.clone();
         Box::pin(async move {
             let reply = client
                 .say_hello(HelloRequest {

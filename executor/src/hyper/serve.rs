@@ -22,6 +22,7 @@ use crate::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use futures::channel::{mpsc, oneshot};
 use futures::future::{Either, FutureExt};
 use futures::io::{AsyncRead, AsyncWrite};
+use futures::StreamExt;
 use hyper::body::{Body, Incoming};
 use hyper::{Request, Response};
 use hyper_util::server::conn::auto;
@@ -287,25 +288,24 @@ where
     builder.http2().timer(Timer::new());
 
     // Graceful shutdown: `closing` completes for every connection when
-    // `close` is sent (or dropped); `alive` closes when the last
-    // connection drops its sender.
-    let graceful = shutdown.map(|signal| {
-        let (close, closing) = oneshot::channel::<()>();
-        let (alive_tx, alive) = mpsc::channel::<()>(0);
-        (signal, close, closing.shared(), alive_tx, alive)
-    });
-    let (mut signal, close, closing, alive_tx, mut alive) = match graceful {
-        Some((s, c, cl, tx, rx)) => (Some(s), Some(c), Some(cl), Some(tx), Some(rx)),
-        None => (None, None, None, None, None),
+    // `close` is dropped; `alive` ends when the last connection drops its
+    // sender. Without a signal the loop below never breaks, and the
+    // connections get no `closing` (an error return leaves them running).
+    let mut signal = shutdown;
+    let (close, closing) = oneshot::channel::<()>();
+    let closing = signal.is_some().then(|| closing.shared());
+    let (alive_tx, mut alive) = mpsc::channel::<()>(0);
+    // Has the shutdown signal come (never, without one)?
+    let mut signalled = move |cx: &mut Context<'_>| match signal.as_mut() {
+        Some(signal) => signal.as_mut().poll(cx),
+        None => Poll::Pending,
     };
 
     let mut backoff = FIRST_BACKOFF;
     loop {
         let accepted = poll_fn(|cx| {
-            if let Some(signal) = signal.as_mut() {
-                if signal.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(None);
-                }
+            if signalled(cx).is_ready() {
+                return Poll::Ready(None);
             }
             listener.poll_accept(cx).map(Some)
         })
@@ -320,11 +320,8 @@ where
             Some(Err(e)) if out_of_resources(&e) => {
                 // Keep the shutdown signal heard while waiting.
                 let wait = pin!(crate::time::sleep(backoff));
-                let stop = poll_fn(|cx| match signal.as_mut() {
-                    Some(signal) => signal.as_mut().poll(cx),
-                    None => Poll::Pending,
-                });
-                if let Either::Right(_) = futures::future::select(wait, pin!(stop)).await {
+                let stop = pin!(poll_fn(&mut signalled));
+                if let Either::Right(_) = futures::future::select(wait, stop).await {
                     break;
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -345,24 +342,24 @@ where
         let closing = closing.clone();
         let alive = alive_tx.clone();
         drop(crate::spawn(async move {
-            let conn = builder.serve_connection_with_upgrades(Io::new(io), service);
-            let mut conn = pin!(conn);
-            let Some(mut closing) = closing else {
-                let _ = conn.await;
-                return;
-            };
+            // Held until the connection is done (`alive` above).
+            let _alive = alive;
+            let mut closing = closing;
+            let mut conn = pin!(builder.serve_connection_with_upgrades(Io::new(io), service));
             let finished = poll_fn(|cx| {
-                if let Poll::Ready(r) = conn.as_mut().poll(cx) {
-                    return Poll::Ready(Some(r));
+                if conn.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(true);
                 }
-                closing.poll_unpin(cx).map(|_| None)
+                match closing.as_mut() {
+                    Some(closing) => closing.poll_unpin(cx).map(|_| false),
+                    None => Poll::Pending,
+                }
             })
             .await;
-            if finished.is_none() {
+            if !finished {
                 conn.as_mut().graceful_shutdown();
                 let _ = conn.await;
             }
-            drop(alive);
         }));
     }
 
@@ -370,10 +367,7 @@ where
     drop(listener);
     drop(close);
     drop(alive_tx);
-    if let Some(alive) = alive.as_mut() {
-        use futures::StreamExt;
-        while alive.next().await.is_some() {}
-    }
+    while alive.next().await.is_some() {}
     Ok(())
 }
 
