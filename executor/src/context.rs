@@ -80,6 +80,11 @@ thread_local! {
     /// (`scheduler/timeline.rs`).
     static TIMELINE_TAG: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
 
+    /// The cooperative budget of the task (or `block_on` future) being
+    /// polled on this thread: operations left in this poll, or
+    /// `coop::UNCONSTRAINED` outside one (`scheduler/coop.rs`).
+    static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
+
     /// This thread's `block_on` signal, while no `block_on` borrows it.
     /// (Under loom, model threads share one OS thread and so its
     /// thread-locals: there is no cache there.)
@@ -320,6 +325,29 @@ pub(crate) fn forbid_in_deadlock_handler(what: &str) {
              mark_unblocked(); unblock the waiting worker instead (send it a message)"
         );
     }
+}
+
+/// This thread's cooperative budget (`scheduler/coop.rs`).
+#[inline]
+pub(crate) fn budget() -> u32 {
+    BUDGET.with(Cell::get)
+}
+
+/// Set this thread's cooperative budget; returns the one it replaces.
+#[inline]
+pub(crate) fn replace_budget(budget: u32) -> u32 {
+    BUDGET.with(|b| b.replace(budget))
+}
+
+/// Spend one unit of this thread's cooperative budget, if it is limited.
+#[inline]
+pub(crate) fn spend_budget() {
+    BUDGET.with(|b| {
+        let left = b.get();
+        if left != u32::MAX {
+            b.set(left.saturating_sub(1));
+        }
+    });
 }
 
 /// This thread's timeline tag: (the timeline's address, the tag).

@@ -102,10 +102,12 @@ mod builder;
 mod handle;
 #[cfg(feature = "hyper")]
 pub mod hyper;
+mod join_set;
 pub mod net;
 mod pool;
 pub mod process;
 pub mod signal;
+mod task_local;
 pub mod time;
 
 #[cfg(all(test, loom))]
@@ -115,10 +117,13 @@ pub use builder::Builder;
 pub use context::task_id;
 pub use handle::{EnterGuard, Handle};
 pub use join::{join, scope, Scope};
+pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
+pub use scheduler::coop::{consume_budget, unconstrained};
 pub use scheduler::Metrics;
-pub use task::{JoinError, JoinHandle, TaskId};
+pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
+pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 pub use trace::{Stall, TaskDump, TaskInfo, TaskState};
 
 use std::future::Future;
@@ -147,6 +152,62 @@ where
 {
     let at = std::panic::Location::caller();
     context::with_current(|registry| registry.spawn(future, at))
+}
+
+/// Spawn a `!Send` future as a task pinned to this worker thread: it only
+/// ever runs here, never stolen and never moved, so it may hold `Rc`s,
+/// `RefCell`s and other thread-bound state across `.await`s.
+///
+/// Its waker may fire on any thread: a wake from another thread sends the
+/// task back to this worker (its inbox) and wakes the worker if it sleeps.
+/// The worker runs its local tasks in turn with the tasks of its deque, so
+/// neither starves the other. Work stealing does not apply to pinned tasks:
+/// if this worker is busy with a long poll, its local tasks wait for it
+/// while other workers may sit idle.
+///
+/// The returned [`JoinHandle`] may be awaited from anywhere; it is `Send`
+/// only when the output is. When the pool shuts down, the worker cancels its
+/// local tasks on its own thread before it exits: their futures are dropped
+/// there, and their handles give `Err(e)` with `e.is_cancelled()`.
+///
+/// # Panics
+///
+/// Off a worker thread (in [`Pool::block_on`] on an outside thread, in a
+/// `spawn_blocking` closure, on a plain thread): there is no worker to pin
+/// the task to. Call it from a task on the pool, or, to run a `!Send`
+/// future on the calling thread, use [`Pool::block_on`] or [`block_on`].
+///
+/// # Examples
+///
+/// ```
+/// use std::rc::Rc;
+/// let pool = pool::Pool::new().unwrap();
+/// let n = pool.block_on(pool::spawn(async {
+///     let shared = Rc::new(20); // not Send
+///     let local = pool::spawn_local({
+///         let shared = Rc::clone(&shared);
+///         async move { *shared + 1 }
+///     });
+///     local.await.unwrap() + *shared
+/// }));
+/// assert_eq!(n.unwrap(), 41);
+/// ```
+#[track_caller]
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let at = std::panic::Location::caller();
+    match context::worker() {
+        Some(worker) => worker.registry().spawn_local(worker, future, at),
+        None => panic!(
+            "pool::spawn_local called off a worker thread: a !Send task is pinned to the \
+             worker that spawns it, and this thread is not a worker of any pool. Call it \
+             from a task running on the pool (pool::spawn(async {{ pool::spawn_local(..) }})), \
+             or run the !Send future on this thread with Pool::block_on or pool::block_on"
+        ),
+    }
 }
 
 /// Run `future` on the calling thread until it completes.

@@ -32,11 +32,13 @@ const FLOORS: &[(&str, u8)] = &[
     ("builder", 5),
     ("handle", 5),
     ("hyper", 5),
+    ("join_set", 5),
     ("lib", 5),
     ("net", 5),
     ("pool", 5),
     ("process", 5),
     ("signal", 5),
+    ("task_local", 5),
     ("time", 5),
 ];
 
@@ -286,7 +288,9 @@ fn every_file_imports_only_its_floor_and_the_floors_below() {
         };
         let src = std::fs::read_to_string(root.join(file)).unwrap();
         let shown = format!("executor/src/{}", file.display());
-        if top != "context" && code_only(&src).contains("thread_local!") {
+        // `task_local.rs` holds the `task_local!` macro, whose expansion
+        // defines a thread-local in the crate that invokes it, not in ours.
+        if !["context", "task_local"].contains(&top) && code_only(&src).contains("thread_local!") {
             writeln!(
                 problems,
                 "{shown}: a `thread_local!` outside context.rs: every thread-local of the \

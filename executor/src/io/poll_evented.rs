@@ -14,6 +14,7 @@
 use super::driver::{shut_down_error, Driver};
 use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
 use crate::context;
+use crate::scheduler::coop;
 use mio::event::Source;
 use mio::Token;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
@@ -168,6 +169,19 @@ impl<S: Source> PollEvented<S> {
     }
 
     fn poll_io_until<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> Poll<io::Result<R>> {
+        // Every socket, pipe and descriptor operation spends the task's
+        // cooperative budget when it completes: a task on an always-ready
+        // source yields now and then (`scheduler/coop.rs`).
+        coop::budget_poll(cx, |cx| self.poll_io_loop(cx, direction, op, drained))
+    }
+
+    fn poll_io_loop<R>(
         &self,
         cx: &mut Context<'_>,
         direction: Direction,

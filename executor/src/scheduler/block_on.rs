@@ -22,6 +22,7 @@
 //!   `block_on` at a time; a nested `block_on` on the same thread makes its
 //!   own, so the outer call's wakes are never consumed by the inner loop.
 
+use super::coop;
 use super::registry::Registry;
 use super::timeline::Kind;
 use crate::context;
@@ -135,7 +136,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     let output = loop {
         signal.latch().reset();
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+        if let Poll::Ready(output) = coop::budgeted(|| future.as_mut().poll(&mut cx)) {
             break output;
         }
         signal.wait();

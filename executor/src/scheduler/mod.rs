@@ -11,6 +11,7 @@
 //! | `worker/search.rs` | `find_work`: search order, steals, the injector and driver ticks |
 //! | `lifo.rs` | `LifoSlot`: the task a worker runs next |
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
+//! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on` and the signal its waker sets |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking` |
 //! | `job.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
@@ -27,6 +28,7 @@
 pub(crate) mod block_on;
 mod blocking;
 mod config;
+pub(crate) mod coop;
 mod driver;
 pub(crate) mod global;
 mod job;

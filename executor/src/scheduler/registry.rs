@@ -23,6 +23,7 @@
 
 use super::blocking::BlockingPool;
 use super::config::{Config, Hook};
+use super::coop;
 use super::driver::Driver;
 use super::job::JobRef;
 use super::lifo::LifoSlot;
@@ -31,12 +32,13 @@ use super::shutdown::{self, ShutdownState};
 use super::timeline::Timeline;
 use super::worker::WorkerThread;
 use crate::context;
-use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Park, Sleep, WakeNote};
+use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
 use crate::task::{self, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// Per-worker state that other threads reach.
 pub(crate) struct WorkerInfo {
@@ -50,6 +52,8 @@ pub(crate) struct WorkerInfo {
     pub(super) job_stealer: Stealer<JobRef>,
     /// The task the worker runs next (`lifo.rs`): the watcher may take it.
     pub(super) lifo: LifoSlot<TaskHeader>,
+    /// Its `spawn_local` tasks woken by other threads (`send_home`).
+    pub(super) inbox: Inbox<Runnable>,
 }
 
 /// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
@@ -101,6 +105,16 @@ impl task::Schedule for Registry {
             _ => self.tasks.remove(slot),
         }
     }
+
+    #[inline]
+    fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
+        coop::poll_proceed(cx)
+    }
+
+    #[inline]
+    fn made_progress() {
+        coop::made_progress();
+    }
 }
 
 impl Registry {
@@ -137,6 +151,7 @@ impl Registry {
                     stealer,
                     job_stealer,
                     lifo: LifoSlot::new(),
+                    inbox: Inbox::new(),
                 })
                 .collect(),
             sleep: if watch_wakes {
@@ -300,6 +315,21 @@ impl Registry {
         let woken = self.sleep.new_injected_jobs(1);
         if woken > 0 {
             self.outside_stats.bump_shared(|s| &s.wakeups, woken as u64);
+        }
+    }
+
+    /// A `spawn_local` task of worker `home` was woken on another thread:
+    /// into that worker's inbox, and wake the worker if it sleeps (the
+    /// protocol is in `sleep/inbox.rs`; nobody else may run the task).
+    pub(super) fn send_home(&self, home: usize, runnable: Runnable) {
+        match self.workers[home].inbox.push(runnable) {
+            Ok(()) => self.wake_worker(home),
+            // The worker has left. Before it closed its inbox it cancelled
+            // every live local task of its own, waiting for wakes in flight
+            // (`WorkerThread::cancel_local_tasks`), so only a worker that
+            // outlived shutdown's wait gets here. The runnable must not be
+            // dropped on this thread (its future is not `Send`): leak it.
+            Err(runnable) => std::mem::forget(runnable),
         }
     }
 

@@ -16,8 +16,11 @@
 
 use super::blocking::BlockingTask;
 use super::registry::Registry;
+use super::worker::WorkerThread;
 use crate::context;
-use crate::task::{cancel, note_waker, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId};
+use crate::task::{
+    cancel, note_waker, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId, TaskKind,
+};
 use async_task::{ScheduleInfo, WithInfo};
 use std::future::Future;
 use std::panic::Location;
@@ -41,7 +44,45 @@ impl Registry {
             Some(w) => (w.index(), w.next_task_id()),
             None => context::outside_spawn(),
         };
-        self.spawn_with(future, schedule_task, shard_hint, (id, at, false))
+        self.spawn_with(future, schedule_task, shard_hint, (id, at, TaskKind::Async))
+    }
+
+    /// Spawn `future`, which need not be `Send`, pinned to `worker`, the
+    /// worker of this thread (`pool::spawn_local`).
+    pub(crate) fn spawn_local<F>(
+        self: &Arc<Self>,
+        worker: &WorkerThread,
+        future: F,
+        at: &'static Location<'static>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        debug_assert!(std::ptr::eq(
+            Arc::as_ptr(worker.registry()),
+            Arc::as_ptr(self)
+        ));
+        self.count(Some(worker), |s| &s.spawned, 1);
+        let home = worker.index();
+        // Its own shard: the worker finds its local tasks there when it
+        // leaves (`WorkerThread::cancel_local_tasks`).
+        debug_assert_eq!(self.tasks().shard_of(home), home);
+        let meta = (worker.next_task_id(), at, TaskKind::Local);
+        // SAFETY: `spawn_raw`'s contract for a future that is not `Send`:
+        // `schedule_pinned` hands every runnable of this task to `home`'s
+        // worker, which is this thread, and only that worker runs or drops
+        // them (its local queue and inbox, `cancel_local_tasks` when it
+        // leaves); a runnable it can no longer take is leaked, never dropped
+        // elsewhere.
+        unsafe {
+            self.spawn_raw(
+                future,
+                move |runnable: Runnable, _: ScheduleInfo| schedule_pinned(runnable, home),
+                home,
+                meta,
+            )
+        }
     }
 
     /// Run `f` on this pool's blocking threads.
@@ -59,7 +100,7 @@ impl Registry {
             BlockingTask::new(f),
             schedule_blocking,
             shard_hint,
-            (id, at, true),
+            (id, at, TaskKind::Blocking),
         )
     }
 
@@ -72,28 +113,56 @@ impl Registry {
         future: F,
         schedule: S,
         shard_hint: usize,
-        (id, at, blocking): (TaskId, &'static Location<'static>, bool),
+        meta: (TaskId, &'static Location<'static>, TaskKind),
     ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
         S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
     {
+        // SAFETY: the future and its output are `Send`: `spawn_raw` asks
+        // nothing more.
+        unsafe { self.spawn_raw(future, schedule, shard_hint, meta) }
+    }
+
+    /// `spawn_with` for a future that may not be `Send`.
+    ///
+    /// # Safety
+    ///
+    /// If `F` is not `Send`, `schedule` must hand every runnable of the task
+    /// to the thread calling this, and that thread alone may run or drop
+    /// them. (A `!Send` output is kept safe by `JoinHandle`, which is `Send`
+    /// only for a `Send` output.)
+    #[inline]
+    unsafe fn spawn_raw<F, S>(
+        self: &Arc<Self>,
+        future: F,
+        schedule: S,
+        shard_hint: usize,
+        (id, at, kind): (TaskId, &'static Location<'static>, TaskKind),
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+        S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+    {
         let builder = async_task::Builder::new().metadata(TaskHeader::new(
             Arc::clone(self),
             id,
             at,
-            blocking,
+            kind,
             self.clock().now(),
         ));
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
-        // - the future is `Send` (`F: Send`, and `&TaskHeader` is `Send`
-        //   because `TaskHeader: Sync`), so the `Runnable` may move between
-        //   threads;
+        // - the future is `Send` (and `&TaskHeader` is `Send` because
+        //   `TaskHeader: Sync`), so the `Runnable` may move between threads;
+        //   or it is not, and then, by our caller's contract, every runnable
+        //   is run and dropped on this thread (a cancel below included: it
+        //   runs here);
         // - it is not `'static` only because it borrows the task's own
         //   metadata, which async-task allows; it borrows nothing else;
-        // - the schedule function is `Send + Sync + 'static` (a fn item), so
-        //   wakers may be used and dropped anywhere.
+        // - the schedule function is `Send + Sync + 'static`, so wakers may
+        //   be used and dropped anywhere.
         let (runnable, task) = unsafe {
             builder.spawn_unchecked(
                 move |header: &TaskHeader| TaskFuture::new(future, header),
@@ -134,6 +203,22 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
     match context::worker().filter(|w| std::ptr::eq(Arc::as_ptr(w.registry()), registry)) {
         Some(worker) => worker.schedule_local(runnable, info),
         None => Arc::clone(runnable.metadata().owner()).inject(runnable),
+    }
+}
+
+/// The schedule function of a `spawn_local` task pinned to worker `home`:
+/// on that worker's thread, into its local queue; from anywhere else, into
+/// its inbox, waking it if it sleeps (`Registry::send_home`). Like
+/// `schedule_task`, it keeps its own reference to the registry after the
+/// hand-off.
+fn schedule_pinned(runnable: Runnable, home: usize) {
+    runnable.metadata().mark_scheduled();
+    let registry = Arc::as_ptr(runnable.metadata().owner());
+    match context::worker()
+        .filter(|w| w.index() == home && std::ptr::eq(Arc::as_ptr(w.registry()), registry))
+    {
+        Some(worker) => worker.push_local(runnable),
+        None => Arc::clone(runnable.metadata().owner()).send_home(home, runnable),
     }
 }
 

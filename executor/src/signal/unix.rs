@@ -2,6 +2,7 @@
 
 use super::registry::{self, Slot};
 use crate::io::{Direction, FdSource, PollEvented};
+use crate::scheduler::coop;
 use futures::Stream;
 use std::fmt;
 use std::future::poll_fn;
@@ -143,6 +144,12 @@ impl Signal {
 
     /// Polls for the next delivery (see [`recv`](Signal::recv)).
     pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        // A delivery spends the task's cooperative budget
+        // (`scheduler/coop.rs`); so does each drain of the pipe.
+        coop::budget_poll(cx, |cx| self.poll_delivery(cx))
+    }
+
+    fn poll_delivery(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
         loop {
             if self.take_delivery() {
                 return Poll::Ready(Some(()));

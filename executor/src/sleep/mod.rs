@@ -20,6 +20,7 @@
 //! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in |
 //! | `watcher_park.rs` | `WatcherPark`: where the watcher thread parks while every worker sleeps |
 //! | `deadlock.rs` | `DeadlockDetector`: active and blocked workers, the deadlock handler |
+//! | `inbox.rs` | `Inbox`: work pinned to one worker, posted from other threads; why its wake is not lost |
 //!
 //! # Invariants
 //!
@@ -52,6 +53,7 @@
 
 pub(crate) mod counters;
 mod deadlock;
+mod inbox;
 mod latch;
 mod park;
 mod state;
@@ -59,6 +61,7 @@ mod watcher_park;
 
 pub(crate) use counters::THREADS_MAX;
 pub(crate) use deadlock::{DeadlockDetector, Handler as DeadlockHandler};
+pub(crate) use inbox::Inbox;
 pub(crate) use latch::{CoreLatch, ThreadLatch};
 pub(crate) use park::Park;
 pub(crate) use watcher_park::WatcherPark;

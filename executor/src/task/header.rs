@@ -18,7 +18,7 @@
 
 use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
-use super::schedule::Scheduler;
+use super::schedule::{Schedule, Scheduler};
 use std::panic::Location;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,7 +28,9 @@ use std::task::Waker;
 const ABORTED: u64 = 1 << 63;
 /// A `spawn_blocking` closure's task.
 const BLOCKING: u64 = 1 << 62;
-const FLAGS: u64 = ABORTED | BLOCKING;
+/// A `spawn_local` task: pinned to the worker that spawned it.
+const LOCAL: u64 = 1 << 61;
+const FLAGS: u64 = ABORTED | BLOCKING | LOCAL;
 /// The slot bits of a task that is not registered (yet, or ever).
 const UNREGISTERED: u64 = !FLAGS;
 
@@ -41,6 +43,17 @@ const DONE: u64 = 1 << 1;
 const POLL_SHIFT: u32 = 2;
 const POLLS_MAX: u64 = (1 << 30) - 1;
 const BORN_SHIFT: u32 = 32;
+
+/// What runs a task, kept in its header's flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskKind {
+    /// A future on the workers (`spawn`).
+    Async,
+    /// A closure on the blocking threads (`spawn_blocking`).
+    Blocking,
+    /// A `!Send` future pinned to the worker that spawned it (`spawn_local`).
+    Local,
+}
 
 /// The per-task metadata, stored in the task's allocation: 40 bytes.
 pub(crate) struct TaskHeader {
@@ -71,16 +84,17 @@ impl TaskHeader {
         owner: Arc<Scheduler>,
         id: TaskId,
         spawned_at: &'static Location<'static>,
-        blocking: bool,
+        kind: TaskKind,
         born: u32,
     ) -> TaskHeader {
+        let flags = match kind {
+            TaskKind::Async => 0,
+            TaskKind::Blocking => BLOCKING,
+            TaskKind::Local => LOCAL,
+        };
         TaskHeader {
             owner,
-            state: AtomicU64::new(if blocking {
-                UNREGISTERED | BLOCKING
-            } else {
-                UNREGISTERED
-            }),
+            state: AtomicU64::new(UNREGISTERED | flags),
             id,
             spawned_at,
             activity: AtomicU64::new(u64::from(born) << BORN_SHIFT),
@@ -99,7 +113,7 @@ impl TaskHeader {
     pub(crate) fn set_slot(&self, slot: Slot) {
         let packed = slot.pack();
         debug_assert_eq!(packed & FLAGS, 0);
-        // Keeps the flags (none but `BLOCKING` can be set yet: the handle
+        // Keeps the flags (none but the kind can be set yet: the handle
         // was not returned).
         let old = self.state.fetch_and(packed | FLAGS, Ordering::Release);
         debug_assert_eq!(old & !FLAGS, UNREGISTERED, "task registered twice");
@@ -125,6 +139,39 @@ impl TaskHeader {
     pub(crate) fn is_live_task(&self) -> bool {
         self.state.load(Ordering::Relaxed) & BLOCKING == 0
             && self.activity.load(Ordering::Relaxed) & DONE == 0
+    }
+
+    /// A `spawn_local` task.
+    pub(crate) fn is_local(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & LOCAL != 0
+    }
+
+    /// The future is gone: it completed, panicked or was cancelled.
+    pub(super) fn is_done(&self) -> bool {
+        self.activity.load(Ordering::Relaxed) & DONE != 0
+    }
+
+    /// A waker of this task, while it is registered as live (an
+    /// `AbortHandle`'s hold on it); `None` once its future is gone, or if
+    /// it never was registered.
+    pub(super) fn live_waker(&self) -> Option<Waker> {
+        let waker = self.owner.live_tasks().waker(self.slot()?)?;
+        // SAFETY: every registered waker was checked by `note_waker`
+        // (`Registry::spawn_raw`), and the clone keeps its task alive while
+        // the header is read. The slot may since have been reused by another
+        // task: the comparison below says whether it is still ours (our
+        // caller keeps this header alive, so no other task's header can be
+        // at its address).
+        let found = unsafe { header_of(&waker) };
+        std::ptr::eq(found, self).then_some(waker)
+    }
+
+    /// The header of the task `waker` wakes, for a waker that `live_waker`
+    /// returned.
+    pub(super) fn of_live_waker(waker: &Waker) -> &TaskHeader {
+        // SAFETY: `live_waker` returned it, so `note_waker` checked it, and
+        // the caller's borrow of it keeps the task alive.
+        unsafe { header_of(waker) }
     }
 
     /// The future was dropped (see `DONE`).
@@ -222,12 +269,31 @@ impl OwnedTasks {
     /// Call `f` with the header of every registered task, one shard's lock
     /// at a time (the dump).
     pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader)) {
-        self.for_each_waker(|waker| {
+        self.for_each_live_in(None, |header, _| f(header));
+    }
+
+    /// Abort every live `spawn_local` task registered in `shard` (a
+    /// worker's own shard: its local tasks) and return their wakers, to be
+    /// woken outside the shard's lock.
+    pub(crate) fn abort_local_tasks_in(&self, shard: usize) -> Vec<Waker> {
+        let mut wakers = Vec::new();
+        self.for_each_live_in(Some(shard), |header, waker| {
+            if header.is_local() && !header.is_done() {
+                header.abort();
+                wakers.push(waker.clone());
+            }
+        });
+        wakers
+    }
+
+    /// `for_each_live` over one shard, or all (`None`), with each waker.
+    fn for_each_live_in(&self, shard: Option<usize>, mut f: impl FnMut(&TaskHeader, &Waker)) {
+        self.for_each_waker_in(shard, |waker| {
             // SAFETY: every registered waker was checked by `note_waker`
-            // before `insert` (`Registry::spawn_with`), and the registry's
+            // before `insert` (`Registry::spawn_raw`), and the registry's
             // entry, held under its shard's lock while `f` runs, keeps it and
             // its task alive while `f` reads the header.
-            f(unsafe { header_of(waker) });
+            f(unsafe { header_of(waker) }, waker);
         });
     }
 }

@@ -7,17 +7,18 @@
 //!   the owning pool alive for `abort`'s wake.
 //! * It keeps the task's id itself: the id outlives the task's allocation.
 
+use super::abort_handle::AbortHandle;
 use super::error::JoinError;
 use super::future::TaskOutput;
 use super::header::TaskHeader;
 use super::id::TaskId;
-use super::schedule::Schedule;
+use super::schedule::{Schedule, Scheduler};
 use async_task::FallibleTask;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 /// An owned permission to await a spawned task's output.
 ///
@@ -114,6 +115,42 @@ impl<T> JoinHandle<T> {
         }
     }
 
+    /// A handle that can cancel the task from anywhere, without a claim on
+    /// its output (see [`AbortHandle`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Pool::new().unwrap();
+    /// let handle = pool.spawn(std::future::pending::<()>());
+    /// let abort = handle.abort_handle();
+    /// std::thread::spawn(move || abort.abort()).join().unwrap();
+    /// assert!(pool.block_on(handle).unwrap_err().is_cancelled());
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        match self.header() {
+            Some(header) => AbortHandle::new(header, self.id),
+            None => AbortHandle::finished(self.id),
+        }
+    }
+
+    /// Poll for the output without spending the cooperative budget (a
+    /// `JoinSet` spends it once for the set).
+    pub(crate) fn poll_output(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>> {
+        let task = self
+            .task
+            .as_mut()
+            .expect("JoinHandle polled after it returned its output");
+        let out = match Pin::new(task).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(result)) => result.map(TaskOutput::into_inner),
+            // The runnable was dropped without completing: the pool shut down.
+            Poll::Ready(None) => Err(JoinError::cancelled()),
+        };
+        self.task = None;
+        Poll::Ready(out)
+    }
+
     /// True once the task has completed, panicked or been cancelled.
     ///
     /// # Examples
@@ -134,17 +171,13 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let task = self
-            .task
-            .as_mut()
-            .expect("JoinHandle polled after it returned its output");
-        let out = match Pin::new(task).poll(cx) {
-            Poll::Pending => return Poll::Pending,
-            Poll::Ready(Some(result)) => result.map(TaskOutput::into_inner),
-            // The runnable was dropped without completing: the pool shut down.
-            Poll::Ready(None) => Err(JoinError::cancelled()),
-        };
-        self.task = None;
+        // A task's output spends the cooperative budget of the task awaiting
+        // it (`scheduler/coop.rs`).
+        if Scheduler::poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let out = ready!(self.poll_output(cx));
+        Scheduler::made_progress();
         Poll::Ready(out)
     }
 }

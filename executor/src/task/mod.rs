@@ -15,6 +15,7 @@
 //! | `header.rs` | `TaskHeader`: owner, id, spawn site, state and activity words; finding it from a waker |
 //! | `future.rs` | `TaskFuture` (panics caught, aborts honoured), `TaskOutput`, `cancel` |
 //! | `join_handle.rs` | `JoinHandle` |
+//! | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
 //! | `error.rs` | `JoinError` |
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
 //! | `clock.rs` | the coarse clock of task ages |
@@ -24,6 +25,7 @@
 //! Every file imports its siblings directly, never this `mod.rs`, which only
 //! re-exports: the files of the floor do not import each other in a circle.
 
+mod abort_handle;
 mod clock;
 mod error;
 mod future;
@@ -33,10 +35,11 @@ mod join_handle;
 mod owned;
 mod schedule;
 
+pub use abort_handle::AbortHandle;
 pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};
 pub use error::JoinError;
 pub(crate) use future::{cancel, TaskFuture};
-pub(crate) use header::{note_waker, Runnable, TaskHeader};
+pub(crate) use header::{note_waker, Runnable, TaskHeader, TaskKind};
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
 pub(crate) use owned::{OwnedTasks, Slot};

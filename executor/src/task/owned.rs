@@ -169,21 +169,32 @@ impl OwnedTasks {
 
     /// Wake the task in `slot`, if it is still registered (`abort`).
     pub(crate) fn wake(&self, slot: Slot) {
-        let waker = match &self.shards[slot.shard].lock().entries.get(slot.key) {
-            Some(Entry::Occupied(waker)) => Some(waker.clone()),
-            _ => None,
-        };
-        if let Some(waker) = waker {
+        if let Some(waker) = self.waker(slot) {
             waker.wake();
         }
     }
 
-    /// Call `f` with the waker of every registered task, one shard's lock
+    /// A clone of the waker in `slot`, if a task is registered there (it
+    /// may be another task than the one whose slot it was: see
+    /// `TaskHeader::live_waker`).
+    pub(crate) fn waker(&self, slot: Slot) -> Option<Waker> {
+        match self.shards[slot.shard].lock().entries.get(slot.key) {
+            Some(Entry::Occupied(waker)) => Some(waker.clone()),
+            _ => None,
+        }
+    }
+
+    /// Call `f` with the waker of every registered task (of shard `only`,
+    /// or of all), one shard's lock
     /// at a time: the entry, held under the lock, keeps the waker and its
     /// task alive while `f` runs (`TaskHeader::for_each_live` reads the
     /// headers through them).
-    pub(super) fn for_each_waker(&self, mut f: impl FnMut(&Waker)) {
-        for shard in self.shards.iter() {
+    pub(super) fn for_each_waker_in(&self, only: Option<usize>, mut f: impl FnMut(&Waker)) {
+        let shards = match only {
+            Some(i) => &self.shards[i..=i],
+            None => &self.shards[..],
+        };
+        for shard in shards {
             let shard = shard.lock();
             for entry in &shard.entries {
                 if let Entry::Occupied(waker) = entry {

@@ -1,9 +1,9 @@
 //! `Schedule`: what a task needs of the pool that owns it, and how this
 //! floor names the scheduler's type without importing the floor above.
 //!
-//! A task needs two things of its pool: its registry of live tasks (an
-//! abort wakes the task through it) and a way to leave it when its future
-//! is dropped. That is the [`Schedule`] trait (tokio's task module has one
+//! A task needs three things of its pool: its registry of live tasks (an
+//! abort wakes the task through it), a way to leave it when its future
+//! is dropped, and, for its `JoinHandle`, the cooperative budget. That is the [`Schedule`] trait (tokio's task module has one
 //! of the same name). The scheduler names its type for this floor by
 //! implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the type that
 //! resolves to, at compile time. So the header holds a plain `Arc` of the
@@ -11,6 +11,7 @@
 //! dynamic call), while no file here imports the scheduler.
 
 use super::owned::{OwnedTasks, Slot};
+use std::task::{Context, Poll};
 
 /// What a task needs of the pool that owns it.
 pub(crate) trait Schedule: Send + Sync + 'static {
@@ -20,6 +21,14 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// The task registered in `slot` dropped its future: take it out of the
     /// live tasks (now, or in a batch: `OwnedTasks` says which is allowed).
     fn release(&self, slot: Slot);
+
+    /// May an operation complete now, by the cooperative budget of the
+    /// thread polling? Else the task is woken and this is `Pending`
+    /// (`scheduler/coop.rs`).
+    fn poll_proceed(cx: &mut Context<'_>) -> Poll<()>;
+
+    /// An operation `poll_proceed` allowed completed: spend one unit.
+    fn made_progress();
 }
 
 /// Names the scheduler's type for this floor: implemented once, by the

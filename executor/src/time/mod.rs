@@ -29,6 +29,7 @@
 //! ```
 
 use crate::io::TimerEntry;
+use crate::scheduler::coop;
 use futures::Stream;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -121,7 +122,9 @@ impl Future for Sleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        this.entry.poll_until(this.deadline, cx)
+        // A due timer spends the task's cooperative budget
+        // (`scheduler/coop.rs`), as every operation of the pool's does.
+        coop::budget_poll(cx, |cx| this.entry.poll_until(this.deadline, cx))
     }
 }
 

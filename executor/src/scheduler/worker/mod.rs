@@ -31,6 +31,7 @@ mod search;
 
 pub(crate) use search::steal_one;
 
+use super::coop;
 use super::job::JobRef;
 use super::metrics::WorkerStats;
 use super::registry::{Registry, WorkerInfo};
@@ -43,6 +44,7 @@ use async_task::ScheduleInfo;
 use crossbeam_deque::Worker;
 use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -86,6 +88,12 @@ pub(crate) struct WorkerThread {
     ran_jobs: Cell<bool>,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
+    /// Its `spawn_local` tasks that are ready, oldest first: no other thread
+    /// sees them (those woken elsewhere wait in its inbox, `WorkerInfo`).
+    local: RefCell<VecDeque<Runnable>>,
+    /// Whose turn it is in a search, the local queue's or the deque's
+    /// (`pop_own`).
+    local_turn: Cell<bool>,
     /// The pool records a timeline (`Builder::trace`): read before any
     /// other work for it, so that an untraced pool pays one predictable
     /// branch on a field of its own stack.
@@ -146,6 +154,68 @@ impl WorkerThread {
             if let Some(displaced) = displaced {
                 self.push_stealable(displaced);
             }
+        }
+    }
+
+    /// The schedule function of this worker's own `spawn_local` tasks, on
+    /// its own thread: to the back of its local queue. Nobody is woken:
+    /// this worker is awake, and nobody else may run the task.
+    #[inline]
+    pub(crate) fn push_local(&self, runnable: Runnable) {
+        self.local.borrow_mut().push_back(runnable);
+    }
+
+    /// The next `spawn_local` task of this worker: from its local queue,
+    /// else from its inbox (those woken on other threads).
+    fn pop_local(&self) -> Option<Runnable> {
+        let mut local = self.local.borrow_mut();
+        if local.is_empty() {
+            self.info().inbox.take_into(&mut *local);
+        }
+        local.pop_front()
+    }
+
+    /// A task of this worker's own: local tasks and the deque take turns,
+    /// so neither starves the other (the deque's may also be stolen; the
+    /// local ones only run here).
+    fn pop_own(&self) -> Option<Runnable> {
+        let local_first = !self.local_turn.get();
+        self.local_turn.set(local_first);
+        if local_first {
+            self.pop_local().or_else(|| self.worker.pop())
+        } else {
+            self.worker.pop().or_else(|| self.pop_local())
+        }
+    }
+
+    /// Has this worker local tasks woken elsewhere? Part of its final check
+    /// before it sleeps (`sleep/inbox.rs`); its local queue is empty then
+    /// (it just searched).
+    fn has_inbox(&self) -> bool {
+        self.info().inbox.has_items()
+    }
+
+    /// On the way out: cancel every live `spawn_local` task of this worker,
+    /// on this thread, then close its inbox. A task woken by another thread
+    /// may still be in flight (scheduled, not yet in the inbox): it stays
+    /// registered until it is cancelled, so the loop waits for it.
+    fn cancel_local_tasks(&self) {
+        let tasks = self.registry.tasks();
+        loop {
+            let live = tasks.abort_local_tasks_in(self.index);
+            let any = !live.is_empty();
+            // Each wake queues the task here (or finds it queued already).
+            live.into_iter().for_each(Waker::wake);
+            while let Some(runnable) = self.pop_local() {
+                task::cancel(runnable);
+            }
+            if !any {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        for runnable in self.info().inbox.close() {
+            task::cancel(runnable);
         }
     }
 
@@ -252,8 +322,9 @@ impl WorkerThread {
         let outer = self.stats().begin_poll(id);
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
-        // Panics of the task's future are caught inside `TaskFuture`.
-        runnable.run();
+        // Panics of the task's future are caught inside `TaskFuture`. Each
+        // poll has its own cooperative budget (`coop.rs`).
+        coop::budgeted(|| runnable.run());
         self.trace(Kind::Poll, start, id.as_u64());
         self.stats().end_poll(outer);
         if !was_marked && self.marked_blocked.get() {
@@ -374,7 +445,7 @@ impl WorkerThread {
                 let round = sleep.no_work_found(
                     &mut idle_state,
                     latch,
-                    || self.registry.has_injected_jobs(),
+                    || self.registry.has_injected_jobs() || self.has_inbox(),
                     &mut wakers,
                 );
                 if self.traced && round != Round::Searched {
@@ -424,6 +495,8 @@ pub(crate) fn main_loop(
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
         ids: Cell::new((0, 0)),
+        local: RefCell::new(VecDeque::new()),
+        local_turn: Cell::new(false),
         traced: registry.timeline().is_some(),
         registry,
     };
@@ -441,7 +514,9 @@ pub(crate) fn main_loop(
         call_quietly(|| hook());
     }
     this.wait_until(&this.info().terminate);
-    // Shutdown: drop what is left in our LIFO slot and deque. Dropping a
+    // Shutdown: our `spawn_local` tasks can only be dropped here.
+    this.cancel_local_tasks();
+    // Drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
         task::cancel(runnable);

@@ -134,7 +134,7 @@ impl WorkerThread {
             return Some(Work::Task(r));
         }
         self.lifo_polls.set(0);
-        if let Some(r) = self.worker.pop() {
+        if let Some(r) = self.pop_own() {
             return Some(Work::Task(r));
         }
         self.steal_from_workers()

@@ -1,0 +1,154 @@
+//! The cooperative budget: a task on an always-ready source (a socket with
+//! data always pending, or a loop of `consume_budget`) lets the other tasks
+//! of its worker run within a bounded number of its operations, and
+//! `unconstrained` turns that off.
+
+use futures::{AsyncReadExt, FutureExt};
+use pool::{Builder, Pool};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tests::watchdog;
+
+fn one_worker() -> Pool {
+    Builder::new().worker_threads(1).build().unwrap()
+}
+
+/// The budget a poll starts with (tokio's too).
+const BUDGET: u64 = 128;
+
+/// Spawns the light task: it runs only when the hot task yields.
+type StartLight = Box<dyn FnOnce() + Send>;
+
+/// On a pool of one worker, the hot task calls `start_light` (which spawns
+/// the light task into this worker's queue, to run the moment the hot task
+/// yields), then runs ready operations in a loop until the light task has
+/// run, or until `limit` of them: returns the steps counted before the
+/// light task ran.
+fn steps_before_a_light_task_runs<F, Fut>(limit: u64, hot: F) -> u64
+where
+    F: FnOnce(StartLight, Arc<AtomicBool>, Arc<AtomicU64>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let pool = one_worker();
+    let light_ran = Arc::new(AtomicBool::new(false));
+    let steps = Arc::new(AtomicU64::new(0));
+    let seen = Arc::new(AtomicU64::new(u64::MAX));
+    let start_light: StartLight = {
+        let (light_ran, steps, seen) = (light_ran.clone(), steps.clone(), seen.clone());
+        Box::new(move || {
+            pool::spawn(async move {
+                seen.store(steps.load(Ordering::SeqCst), Ordering::SeqCst);
+                light_ran.store(true, Ordering::SeqCst);
+            });
+        })
+    };
+    pool.block_on(pool.spawn(hot(start_light, light_ran.clone(), steps.clone())))
+        .unwrap();
+    // The light task runs at the latest once the hot one is done.
+    tests::wait_for("the light task", std::time::Duration::from_secs(10), || {
+        light_ran.load(Ordering::SeqCst)
+    });
+    assert!(steps.load(Ordering::SeqCst) <= limit);
+    seen.load(Ordering::SeqCst)
+}
+
+#[test]
+fn a_loop_of_consume_budget_lets_the_next_task_run_within_one_budget() {
+    let steps = watchdog("consume_budget loop", 30, || {
+        steps_before_a_light_task_runs(10_000_000, |start_light, light_ran, steps| async move {
+            start_light();
+            while !light_ran.load(Ordering::SeqCst) {
+                pool::consume_budget().await;
+                if steps.fetch_add(1, Ordering::SeqCst) >= 10_000_000 {
+                    break;
+                }
+            }
+        })
+    });
+    // Without the budget the light task would run only after the hot one's
+    // 10 million steps (or never: the loop waits for it).
+    assert!(steps <= 2 * BUDGET, "the light task waited {steps} steps");
+}
+
+#[test]
+fn a_reader_of_an_always_ready_socket_yields_to_the_next_task() {
+    let steps = watchdog("always-ready socket", 60, || {
+        // 1 MiB sits in the socket before the reader starts: a million
+        // one-byte reads, each ready at once.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.write_all(&vec![7u8; 1 << 20]).unwrap();
+            s
+        });
+        steps_before_a_light_task_runs(1 << 20, move |start_light, light_ran, steps| async move {
+            let mut stream = pool::net::TcpStream::connect(addr).await.unwrap();
+            let _peer = writer.join().unwrap();
+            let mut byte = [0u8; 1];
+            start_light();
+            while !light_ran.load(Ordering::SeqCst) {
+                stream.read_exact(&mut byte).await.unwrap();
+                if steps.fetch_add(1, Ordering::SeqCst) + 1 >= 1 << 20 {
+                    break;
+                }
+            }
+        })
+    });
+    assert!(steps <= 2 * BUDGET, "the light task waited {steps} reads");
+}
+
+#[test]
+fn unconstrained_never_yields_for_the_budget() {
+    let steps = watchdog("unconstrained", 30, || {
+        steps_before_a_light_task_runs(1_000, |start_light, _light_ran, steps| async move {
+            start_light();
+            pool::unconstrained(async {
+                for _ in 0..1_000 {
+                    pool::consume_budget().await;
+                    steps.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .await;
+        })
+    });
+    assert_eq!(steps, 1_000, "the light task ran inside unconstrained");
+}
+
+#[test]
+fn join_handles_spend_the_budget_of_the_task_awaiting_them() {
+    // A task awaiting ever-ready handles (already finished tasks) in a loop
+    // yields too.
+    let steps = watchdog("ready handles", 30, || {
+        steps_before_a_light_task_runs(100_000, |start_light, light_ran, steps| async move {
+            let done: Vec<_> = (0..1_000).map(|_| pool::spawn(async {})).collect();
+            // They run while this task yields (it goes behind them).
+            pool::yield_now().await;
+            assert!(done.iter().all(|h| h.is_finished()));
+            start_light();
+            for h in done {
+                if light_ran.load(Ordering::SeqCst) {
+                    break;
+                }
+                h.await.unwrap();
+                steps.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    });
+    assert!(steps <= 2 * BUDGET, "the light task waited {steps} joins");
+}
+
+#[test]
+fn outside_a_task_the_budget_is_unlimited() {
+    // A plain executor polling pool futures: no budget, no spurious yield.
+    let polls = std::cell::Cell::new(0u32);
+    futures::executor::block_on(async {
+        for _ in 0..1_000 {
+            let mut f = Box::pin(pool::consume_budget());
+            polls.set(polls.get() + 1);
+            assert!((&mut f).now_or_never().is_some(), "yielded outside a task");
+        }
+    });
+    assert_eq!(polls.get(), 1_000);
+}
