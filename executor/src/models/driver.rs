@@ -17,7 +17,7 @@ use std::task::Waker;
 
 /// A `Sleep` whose first sleeper blocks in a stand-in driver, as in a pool
 /// that has used I/O; and that driver, to deliver readiness.
-fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
+pub(super) fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
     let (sleep, driver) = with_driver_disabled(workers);
     // As after the pool's first socket or timer.
     sleep.enable_driver();

@@ -1,5 +1,6 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar and one
-//! blocked in a stand-in I/O driver), the latches and `block_on`.
+//! blocked in a stand-in I/O driver), the latches, `block_on` and the
+//! inbox of `spawn_local` wakes.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -27,11 +28,14 @@
 //! pool_loom_skip_finder_fence` removes the finder's, and loom must find the
 //! stranded job; `--cfg pool_loom_watcher_looks_first` puts the watcher's
 //! read of the counters before it announces itself parked, and loom must
-//! find it asleep through a poll.
+//! find it asleep through a poll; `--cfg pool_loom_skip_inbox_check` leaves
+//! a worker's inbox out of its final check, and loom must find the
+//! `spawn_local` task woken from another thread lost (`inbox.rs`).
 
 mod block_on;
 mod counters;
 mod driver;
+mod inbox;
 mod join;
 mod latch;
 mod park;

@@ -322,8 +322,15 @@ impl Registry {
     /// into that worker's inbox, and wake the worker if it sleeps (the
     /// protocol is in `sleep/inbox.rs`; nobody else may run the task).
     pub(super) fn send_home(&self, home: usize, runnable: Runnable) {
-        match self.workers[home].inbox.push(runnable) {
-            Ok(()) => self.wake_worker(home),
+        match self
+            .sleep
+            .post_home(home, &self.workers[home].inbox, runnable)
+        {
+            Ok(woken) => {
+                if woken {
+                    self.count(self.local_worker(), |s| &s.wakeups, 1);
+                }
+            }
             // The worker has left. Before it closed its inbox it cancelled
             // every live local task of its own, waiting for wakes in flight
             // (`WorkerThread::cancel_local_tasks`), so only a worker that

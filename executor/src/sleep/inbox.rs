@@ -28,6 +28,7 @@
 //! * Once `close` ran (its worker is leaving), `push` refuses: the item is
 //!   handed back to its poster.
 
+use super::Sleep;
 use crate::sync::{AtomicBool, Mutex, Ordering};
 
 /// Items for one worker from other threads (see the module docs).
@@ -87,5 +88,15 @@ impl<T> Inbox<T> {
         let mut items = self.items.lock();
         self.queued.store(false, Ordering::Relaxed);
         items.take().unwrap_or_default()
+    }
+}
+
+impl Sleep {
+    /// Post `item` to worker `index`'s `inbox` and wake that worker if it
+    /// sleeps (see the module docs). `Ok(true)` if it was woken; `Err(item)`
+    /// if the inbox is closed.
+    pub(crate) fn post_home<T>(&self, index: usize, inbox: &Inbox<T>, item: T) -> Result<bool, T> {
+        inbox.push(item)?;
+        Ok(self.wake_specific_thread(index))
     }
 }
