@@ -2,8 +2,10 @@
 //! (ready, pending forever, yielding, woken from another thread after a
 //! delay, panicking in poll, panicking in `Drop`, spawning children),
 //! aborts, kept or dropped handles, `block_on` from outside and from inside
-//! tasks, `spawn_blocking`, and a pool drop or `shutdown_timeout` at a
-//! random point. After each program:
+//! tasks, `spawn_blocking`, `spawn_local` tasks (`!Send`, of the same
+//! kinds), `JoinSet`s (ready, pending and panicking members, joined, then
+//! dropped with the pending ones in them), and a pool drop or
+//! `shutdown_timeout` at a random point. After each program:
 //!
 //! * every future (and blocking closure) was dropped exactly once;
 //! * every kept handle resolved to an outcome its task allows (`Ok` with
@@ -72,6 +74,19 @@ enum Op {
         panics: bool,
         keep: bool,
     },
+    /// A `!Send` task of `kind` (`Ready`, `Pending`, `Yield`, `WokenAfter`),
+    /// spawned with `spawn_local` by a task on a worker.
+    SpawnLocal {
+        kind: Kind,
+        keep: bool,
+    },
+    /// A task that fills a `JoinSet` with these members (0: ready, 1:
+    /// pending forever, 2: panics in its poll), joins every member that
+    /// ends, then drops the set with the pending ones in it.
+    JoinSet {
+        members: [u8; 4],
+        keep: bool,
+    },
     /// Abort the n-th kept handle (modulo their number).
     Abort(usize),
     /// Await the n-th kept handle from this (outside) thread, if its task
@@ -108,7 +123,20 @@ impl Rng {
 fn generate(seed: u64) -> Program {
     let mut r = Rng(seed);
     let ops = (0..1 + r.below(MAX_OPS))
-        .map(|_| match r.below(10) {
+        .map(|_| match r.below(12) {
+            10 => Op::SpawnLocal {
+                kind: match r.below(4) {
+                    0 => Kind::Ready,
+                    1 => Kind::Pending,
+                    2 => Kind::Yield(1 + r.below(5) as u8),
+                    _ => Kind::WokenAfter(r.below(500) as u16),
+                },
+                keep: r.below(3) != 0,
+            },
+            11 => Op::JoinSet {
+                members: [0; 4].map(|_| r.below(3) as u8),
+                keep: r.below(3) != 0,
+            },
             0..=5 => Op::Spawn {
                 kind: match r.below(8) {
                     0 => Kind::Ready,
@@ -332,6 +360,91 @@ fn run(program: &Program) -> Result<(), String> {
                     kept.push((h, allowed, false));
                 }
             }
+            Op::SpawnLocal { kind, keep } => {
+                // The spawner and the local task.
+                counts.spawns.fetch_add(2, Ordering::SeqCst);
+                let t = Tracked::new(&counts, false);
+                let woken_by = match kind {
+                    Kind::WokenAfter(us) => {
+                        let (tx, rx) = futures::channel::oneshot::channel::<u64>();
+                        wakers.push(std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_micros(us.into()));
+                            let _ = tx.send(value);
+                        }));
+                        Some(rx)
+                    }
+                    _ => None,
+                };
+                let spawner = p.spawn(async move {
+                    pool::spawn_local(async move {
+                        // Not `Send`: it may only ever run on this worker.
+                        let t = std::rc::Rc::new(t);
+                        let home = std::thread::current().id();
+                        let v = match (kind, woken_by) {
+                            (Kind::Pending, _) => std::future::pending::<u64>().await,
+                            (Kind::Yield(n), _) => {
+                                YieldTimes(n).await;
+                                value
+                            }
+                            (_, Some(rx)) => rx.await.unwrap_or(value),
+                            _ => value,
+                        };
+                        assert_eq!(std::thread::current().id(), home, "a local task moved");
+                        drop(t);
+                        v
+                    })
+                });
+                let allowed = match kind {
+                    Kind::Pending => Allowed::Cancelled,
+                    _ => Allowed::Value(value),
+                };
+                match pool::block_on(spawner) {
+                    Ok(h) if keep => kept.push((h, allowed, false)),
+                    Ok(_) => {}
+                    // Cancelled before it ran: so was the local spawn.
+                    Err(e) => return Err(format!("the spawner of a local task: {e:?}")),
+                }
+            }
+            Op::JoinSet { members, keep } => {
+                counts.spawns.fetch_add(1, Ordering::SeqCst);
+                let t = Tracked::new(&counts, false);
+                let c = counts.clone();
+                let expected: u64 = members.iter().filter(|m| **m == 0).map(|_| value).sum();
+                let h = p.spawn(async move {
+                    let _t = t;
+                    let mut set = pool::JoinSet::new();
+                    for &m in &members {
+                        let t = Tracked::new(&c, false);
+                        c.spawns.fetch_add(1, Ordering::SeqCst);
+                        set.spawn(async move {
+                            let _t = t;
+                            match m {
+                                0 => value,
+                                1 => std::future::pending::<u64>().await,
+                                _ => panic!("model: a JoinSet member panics (on purpose)"),
+                            }
+                        });
+                    }
+                    let ending = members.iter().filter(|m| **m != 1).count();
+                    let mut sum = 0;
+                    for _ in 0..ending {
+                        match set.join_next().await {
+                            Some(Ok(v)) => sum += v,
+                            Some(Err(e)) if e.is_panic() => {}
+                            // The pool is shutting down: so is this task,
+                            // whose handle then gives `cancelled`.
+                            Some(Err(_)) => std::future::pending::<()>().await,
+                            None => unreachable!("the set ran dry early"),
+                        }
+                    }
+                    assert_eq!(set.len(), members.len() - ending);
+                    drop(set); // aborts the pending members
+                    sum
+                });
+                if keep {
+                    kept.push((h, Allowed::Value(expected), false));
+                }
+            }
             Op::SpawnBlocking { panics, keep } => {
                 let t = Tracked::new(&counts, false);
                 let h = p.spawn_blocking(move || {
@@ -516,6 +629,9 @@ fn random_task_lifecycles_drop_everything_once_and_resolve_every_handle() {
                 );
             }
             let program = generate(seed);
+            if std::env::var_os("POOL_MODEL_PROGRESS").is_some() {
+                let _ = writeln!(std::io::stderr(), "{program:?}");
+            }
             // A program that hangs names its seed.
             let case = program.clone();
             let result = tests::watchdog(&format!("lifecycle model, seed {seed}"), 60, move || {

@@ -99,7 +99,13 @@ impl task::Schedule for Registry {
 
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
-    fn release(&self, slot: Slot) {
+    fn release(&self, slot: Slot, local: bool) {
+        if local {
+            // On its own worker: nowhere else may a local future be dropped.
+            if let Some(w) = self.local_worker() {
+                w.local_task_ended();
+            }
+        }
         match self.local_worker() {
             Some(w) if slot.shard != self.tasks.shard_of(w.index()) => w.defer_removal(slot),
             _ => self.tasks.remove(slot),
@@ -331,11 +337,12 @@ impl Registry {
                     self.count(self.local_worker(), |s| &s.wakeups, 1);
                 }
             }
-            // The worker has left. Before it closed its inbox it cancelled
-            // every live local task of its own, waiting for wakes in flight
-            // (`WorkerThread::cancel_local_tasks`), so only a worker that
-            // outlived shutdown's wait gets here. The runnable must not be
-            // dropped on this thread (its future is not `Send`): leak it.
+            // The worker has left. It closed its inbox only once every
+            // local task of its own had dropped its future, on its thread
+            // (`WorkerThread::cancel_local_tasks`), and a task whose future
+            // is gone is never scheduled again: so this does not happen. Were
+            // it to, the runnable must still not be dropped on this thread
+            // (its future is not `Send`): leak it.
             Err(runnable) => std::mem::forget(runnable),
         }
     }

@@ -179,7 +179,15 @@ impl Registry {
         let waker = runnable.waker();
         note_waker(&waker, runnable.metadata());
         match self.tasks().insert(shard_hint, waker) {
-            Some(slot) => runnable.metadata().set_slot(slot),
+            Some(slot) => {
+                runnable.metadata().set_slot(slot);
+                if kind == TaskKind::Local {
+                    // Counted until its future drops (`Schedule::release`).
+                    if let Some(w) = self.local_worker() {
+                        w.local_task_started();
+                    }
+                }
+            }
             None => {
                 cancel(runnable);
                 return handle;

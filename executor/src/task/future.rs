@@ -160,7 +160,7 @@ impl Drop for Registration<'_> {
         // The dump skips it from now on (the removal below may be batched).
         self.header.mark_done();
         if let Some(slot) = self.header.slot() {
-            self.header.owner().release(slot);
+            self.header.owner().release(slot, self.header.is_local());
         }
     }
 }

@@ -20,7 +20,9 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 
     /// The task registered in `slot` dropped its future: take it out of the
     /// live tasks (now, or in a batch: `OwnedTasks` says which is allowed).
-    fn release(&self, slot: Slot);
+    /// `local` for a `spawn_local` task (dropped on its own worker, which
+    /// counts its live ones).
+    fn release(&self, slot: Slot, local: bool);
 
     /// May an operation complete now, by the cooperative budget of the
     /// thread polling? Else the task is woken and this is `Pending`

@@ -94,6 +94,9 @@ pub(crate) struct WorkerThread {
     /// Whose turn it is in a search, the local queue's or the deque's
     /// (`pop_own`).
     local_turn: Cell<bool>,
+    /// Its registered `spawn_local` tasks whose futures are not dropped
+    /// yet: it may not leave before they are (`cancel_local_tasks`).
+    local_live: Cell<usize>,
     /// The pool records a timeline (`Builder::trace`): read before any
     /// other work for it, so that an untraced pool pays one predictable
     /// branch on a field of its own stack.
@@ -195,21 +198,35 @@ impl WorkerThread {
         self.info().inbox.has_items()
     }
 
+    /// A `spawn_local` task of this worker was registered.
+    pub(crate) fn local_task_started(&self) {
+        self.local_live.set(self.local_live.get() + 1);
+    }
+
+    /// A `spawn_local` task of this worker dropped its future.
+    pub(crate) fn local_task_ended(&self) {
+        self.local_live.set(self.local_live.get() - 1);
+    }
+
     /// On the way out: cancel every live `spawn_local` task of this worker,
-    /// on this thread, then close its inbox. A task woken by another thread
-    /// may still be in flight (scheduled, not yet in the inbox): it stays
-    /// registered until it is cancelled, so the loop waits for it.
+    /// on this thread, then close its inbox. Each is aborted and woken
+    /// through the registry of live tasks, which queues it here; one woken by
+    /// another thread may still be in flight (scheduled, not yet in the
+    /// inbox), and once shutdown has drained the registry (a worker that
+    /// outlived shutdown's wait) the shutdown thread wakes them itself. So
+    /// the loop runs until the count of live local tasks is zero: every
+    /// one of them reaches this thread and is dropped here, and after that
+    /// no wake can schedule one again.
     fn cancel_local_tasks(&self) {
         let tasks = self.registry.tasks();
         loop {
             let live = tasks.abort_local_tasks_in(self.index);
-            let any = !live.is_empty();
             // Each wake queues the task here (or finds it queued already).
             live.into_iter().for_each(Waker::wake);
             while let Some(runnable) = self.pop_local() {
                 task::cancel(runnable);
             }
-            if !any {
+            if self.local_live.get() == 0 {
                 break;
             }
             std::thread::yield_now();
@@ -497,6 +514,7 @@ pub(crate) fn main_loop(
         ids: Cell::new((0, 0)),
         local: RefCell::new(VecDeque::new()),
         local_turn: Cell::new(false),
+        local_live: Cell::new(0),
         traced: registry.timeline().is_some(),
         registry,
     };

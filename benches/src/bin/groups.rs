@@ -1,0 +1,446 @@
+//! Tasks in groups, fairly, and on one thread: pool against tokio (and
+//! async-executor where it has the piece), interleaved rounds, medians.
+//!
+//! * `fairness`: a 2-worker server; one hot connection whose client writes
+//!   without pause (the server reads it 64 bytes at a time, so its socket
+//!   is always ready) while 100 light connections ping one byte each,
+//!   round robin. Light round-trip p50/p99 on pool, on tokio, and on pool
+//!   with the hot connection's task `unconstrained` (the budget off: pool
+//!   before it had one).
+//! * `join_set`: 10 000 tasks that sleep 1 ms and finish, joined through a
+//!   `JoinSet` (pool's, tokio's); wall time of spawn + join.
+//! * `spawn_local`: 10 000 `!Send` tasks spawned and awaited on one thread:
+//!   `pool::spawn_local` (inside a task of a 2-worker pool), tokio's
+//!   `LocalSet` (current-thread runtime), async-executor's `LocalExecutor`.
+//!
+//! ```text
+//! cargo build --release -p benches --bin groups
+//! target/release/groups [--rounds N] [--only fairness,join_set,spawn_local] [--quick]
+//! ```
+
+use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WORKERS: usize = 2;
+const LIGHT_CONNECTIONS: usize = 100;
+const HOT_READ: usize = 64;
+const SET_TASKS: u64 = 10_000;
+const LOCAL_TASKS: u64 = 10_000;
+
+struct Args {
+    rounds: usize,
+    only: Option<Vec<String>>,
+    fairness_secs: f64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        rounds: 5,
+        only: None,
+        fairness_secs: 2.0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--rounds" => a.rounds = it.next().and_then(|v| v.parse().ok()).expect("--rounds N"),
+            "--only" => {
+                a.only = Some(
+                    it.next()
+                        .expect("--only LIST")
+                        .split(',')
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
+            "--quick" => {
+                a.rounds = 1;
+                a.fairness_secs = 0.5;
+            }
+            "--bench" => {}
+            other => {
+                eprintln!(
+                    "unknown argument {other:?}\nusage: groups [--rounds N] [--only fairness,join_set,spawn_local] [--quick]"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    a
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+// ---------------------------------------------------------------- fairness
+
+/// The server's side of one connection: the first byte says which kind.
+/// `H`: read 64 bytes at a time until EOF; `L`: echo one byte at a time.
+macro_rules! serve_connection {
+    ($stream:expr, $hot:expr) => {{
+        let mut stream = $stream;
+        let mut kind = [0u8; 1];
+        if stream.read_exact(&mut kind).await.is_err() {
+            return;
+        }
+        if kind[0] == b'H' {
+            $hot(async move {
+                let mut buf = [0u8; HOT_READ];
+                while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+            })
+            .await
+        } else {
+            let mut byte = [0u8; 1];
+            while stream.read_exact(&mut byte).await.is_ok() {
+                if stream.write_all(&byte).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }};
+}
+
+/// Which server a fairness round runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Server {
+    Pool,
+    PoolUnbudgeted,
+    Tokio,
+}
+
+impl Server {
+    fn name(self) -> &'static str {
+        match self {
+            Server::Pool => "pool",
+            Server::PoolUnbudgeted => "pool, no budget",
+            Server::Tokio => "tokio",
+        }
+    }
+}
+
+/// Start `server` on a loopback port; returns its address and a guard that
+/// stops it when dropped.
+fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    match server {
+        Server::Pool | Server::PoolUnbudgeted => {
+            let p = pool::Builder::new()
+                .worker_threads(WORKERS)
+                .build()
+                .unwrap();
+            let unbudgeted = server == Server::PoolUnbudgeted;
+            p.spawn(async move {
+                let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                while let Ok((stream, _)) = listener.accept().await {
+                    stream.set_nodelay(true).unwrap();
+                    pool::spawn(async move {
+                        serve_connection!(stream, |f| async move {
+                            if unbudgeted {
+                                pool::unconstrained(f).await
+                            } else {
+                                f.await
+                            }
+                        })
+                    });
+                }
+            });
+            (rx.recv().unwrap(), Box::new(p))
+        }
+        Server::Tokio => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(WORKERS)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                while let Ok((stream, _)) = listener.accept().await {
+                    stream.set_nodelay(true).unwrap();
+                    tokio::spawn(async move { serve_connection!(stream, |f| f) });
+                }
+            });
+            (rx.recv().unwrap(), Box::new(rt))
+        }
+    }
+}
+
+/// One fairness round: the light round trips' latencies in microseconds,
+/// sorted.
+fn fairness_round(server: Server, secs: f64) -> Vec<f64> {
+    let (addr, guard) = start_server(server);
+    let stop = Arc::new(AtomicBool::new(false));
+    let hot = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"H").unwrap();
+            let chunk = vec![0u8; 64 * 1024];
+            while !stop.load(Ordering::Relaxed) {
+                if s.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let mut lights: Vec<TcpStream> = (0..LIGHT_CONNECTIONS)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_nodelay(true).unwrap();
+            s.write_all(b"L").unwrap();
+            s
+        })
+        .collect();
+    // Let the hot connection get going.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut latencies = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut byte = [7u8; 1];
+    while Instant::now() < end {
+        for s in &mut lights {
+            let t0 = Instant::now();
+            s.write_all(&byte).unwrap();
+            s.read_exact(&mut byte).unwrap();
+            latencies.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop(lights);
+    drop(guard); // closes the server's sockets: the hot writer's write fails
+    hot.join().unwrap();
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+fn fairness(a: &Args) {
+    let servers = [Server::Pool, Server::Tokio, Server::PoolUnbudgeted];
+    let mut p50 = vec![Vec::new(); servers.len()];
+    let mut p99 = vec![Vec::new(); servers.len()];
+    let mut count = vec![Vec::new(); servers.len()];
+    for _ in 0..a.rounds {
+        for (i, &s) in servers.iter().enumerate() {
+            let l = fairness_round(s, a.fairness_secs);
+            p50[i].push(percentile(&l, 0.5));
+            p99[i].push(percentile(&l, 0.99));
+            count[i].push(l.len() as f64);
+        }
+    }
+    println!(
+        "fairness: 1 hot connection (read {HOT_READ} B at a time, always ready) + \
+         {LIGHT_CONNECTIONS} light ones pinging 1 byte; {WORKERS} workers; {} rounds of {} s, medians",
+        a.rounds, a.fairness_secs
+    );
+    println!(
+        "  {:<16} {:>12} {:>12} {:>12} {:>10}",
+        "server", "round trips", "p50 us", "p99 us", "p99 ratio"
+    );
+    let tokio_p99 = median(&mut p99[1].clone());
+    for (i, s) in servers.iter().enumerate() {
+        let m99 = median(&mut p99[i]);
+        println!(
+            "  {:<16} {:>12.0} {:>12.1} {:>12.1} {:>9.2}x",
+            s.name(),
+            median(&mut count[i]),
+            median(&mut p50[i]),
+            m99,
+            m99 / tokio_p99
+        );
+    }
+}
+
+// ---------------------------------------------------------------- join_set
+
+fn join_set_pool(p: &pool::Pool) -> f64 {
+    p.block_on(p.spawn(async {
+        let t0 = Instant::now();
+        let mut set = pool::JoinSet::new();
+        for i in 0..SET_TASKS {
+            set.spawn(async move {
+                pool::time::sleep(Duration::from_millis(1)).await;
+                i
+            });
+        }
+        let mut sum = 0;
+        while let Some(r) = set.join_next().await {
+            sum += r.unwrap();
+        }
+        assert_eq!(sum, SET_TASKS * (SET_TASKS - 1) / 2);
+        t0.elapsed().as_secs_f64() * 1e3
+    }))
+    .unwrap()
+}
+
+fn join_set_tokio(rt: &tokio::runtime::Runtime) -> f64 {
+    rt.block_on(rt.spawn(async {
+        let t0 = Instant::now();
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..SET_TASKS {
+            set.spawn(async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                i
+            });
+        }
+        let mut sum = 0;
+        while let Some(r) = set.join_next().await {
+            sum += r.unwrap();
+        }
+        assert_eq!(sum, SET_TASKS * (SET_TASKS - 1) / 2);
+        t0.elapsed().as_secs_f64() * 1e3
+    }))
+    .unwrap()
+}
+
+fn join_set(a: &Args) {
+    let p = pool::Builder::new()
+        .worker_threads(WORKERS)
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKERS)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Warm both (timer wheels, allocator).
+    join_set_pool(&p);
+    join_set_tokio(&rt);
+    let reps = 5 * a.rounds;
+    let (mut pw, mut tw) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        pw.push(join_set_pool(&p));
+        tw.push(join_set_tokio(&rt));
+    }
+    let (pm, tm) = (median(&mut pw), median(&mut tw));
+    println!(
+        "join_set: {SET_TASKS} tasks sleeping 1 ms then finishing, spawned into a JoinSet and joined; \
+         {WORKERS} workers; {reps} interleaved runs, medians"
+    );
+    println!("  pool  {pm:>8.2} ms");
+    println!("  tokio {tm:>8.2} ms   pool/tokio {:.2}x", pm / tm);
+}
+
+// ------------------------------------------------------------- spawn_local
+
+/// Spawn `LOCAL_TASKS` `!Send` tasks with `spawn`, each yielding once, then
+/// await them all; returns milliseconds.
+macro_rules! local_round {
+    ($spawn:expr, $yield:expr) => {{
+        let t0 = Instant::now();
+        let shared = Rc::new(std::cell::Cell::new(0u64));
+        let handles: Vec<_> = (0..LOCAL_TASKS)
+            .map(|i| {
+                let shared = Rc::clone(&shared);
+                $spawn(async move {
+                    $yield.await;
+                    shared.set(shared.get() + i);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.await;
+        }
+        assert_eq!(shared.get(), LOCAL_TASKS * (LOCAL_TASKS - 1) / 2);
+        t0.elapsed().as_secs_f64() * 1e3
+    }};
+}
+
+fn spawn_local(a: &Args) {
+    let p = pool::Builder::new()
+        .worker_threads(WORKERS)
+        .build()
+        .unwrap();
+    let run_pool = || {
+        // The !Send state lives in a local task itself (the spawning task
+        // must be Send).
+        p.block_on(p.spawn(async {
+            pool::spawn_local(async {
+                local_round!(
+                    |f| {
+                        let h = pool::spawn_local(f);
+                        async move { h.await.unwrap() }
+                    },
+                    pool::yield_now()
+                )
+            })
+            .await
+            .unwrap()
+        }))
+        .unwrap()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run_tokio = || {
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            local_round!(
+                |f| {
+                    let h = tokio::task::spawn_local(f);
+                    async move { h.await.unwrap() }
+                },
+                tokio::task::yield_now()
+            )
+        })
+    };
+    let run_smol = || {
+        let ex = async_executor::LocalExecutor::new();
+        futures_lite::future::block_on(
+            ex.run(async { local_round!(|f| ex.spawn(f), futures_lite::future::yield_now()) }),
+        )
+    };
+    run_pool();
+    run_tokio();
+    run_smol();
+    let reps = 5 * a.rounds;
+    let (mut pw, mut tw, mut sw) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        pw.push(run_pool());
+        tw.push(run_tokio());
+        sw.push(run_smol());
+    }
+    let (pm, tm, sm) = (median(&mut pw), median(&mut tw), median(&mut sw));
+    println!(
+        "spawn_local: {LOCAL_TASKS} !Send tasks (an Rc each, one yield) spawned then awaited on one \
+         thread; {reps} interleaved runs, medians"
+    );
+    println!("  pool::spawn_local (on a worker of {WORKERS}) {pm:>8.2} ms");
+    println!(
+        "  tokio LocalSet (current-thread)      {tm:>8.2} ms   pool/tokio {:.2}x",
+        pm / tm
+    );
+    println!(
+        "  async-executor LocalExecutor         {sm:>8.2} ms   pool/async-executor {:.2}x",
+        pm / sm
+    );
+}
+
+fn main() {
+    let a = args();
+    let wanted = |name: &str| a.only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
+    if wanted("join_set") {
+        join_set(&a);
+    }
+    if wanted("spawn_local") {
+        spawn_local(&a);
+    }
+    if wanted("fairness") {
+        fairness(&a);
+    }
+}
