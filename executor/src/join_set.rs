@@ -62,6 +62,9 @@ pub struct JoinSet<T> {
     /// The members, by key; `None` for a free key (on `free`).
     members: Vec<Option<Member<T>>>,
     free: Vec<usize>,
+    /// Members not polled yet (their wakers not registered): polled first,
+    /// with no lock taken for them.
+    unpolled: Vec<usize>,
     len: usize,
     ready: Arc<Ready>,
 }
@@ -115,6 +118,7 @@ impl<T> JoinSet<T> {
         JoinSet {
             members: Vec::new(),
             free: Vec::new(),
+            unpolled: Vec::new(),
             len: 0,
             ready: Arc::new(Ready::default()),
         }
@@ -143,7 +147,8 @@ impl<T> JoinSet<T> {
     fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
         let abort = handle.abort_handle();
         let key = self.free.pop().unwrap_or(self.members.len());
-        // Queued at once: its first poll registers its waker.
+        // Polled first by `join_next` (`unpolled`): that poll registers
+        // its waker.
         let waker = Arc::new(MemberWaker {
             key,
             notified: AtomicBool::new(true),
@@ -156,14 +161,7 @@ impl<T> JoinSet<T> {
             self.members[key] = member;
         }
         self.len += 1;
-        let waiter = {
-            let mut queue = self.ready.queue.lock();
-            queue.keys.push_back(key);
-            queue.waiter.take()
-        };
-        if let Some(waiter) = waiter {
-            waiter.wake();
-        }
+        self.unpolled.push(key);
         abort
     }
 
@@ -177,7 +175,9 @@ impl<T> JoinSet<T> {
             return Poll::Pending;
         }
         loop {
-            let key = {
+            let key = if let Some(key) = self.unpolled.pop() {
+                key
+            } else {
                 let mut queue = self.ready.queue.lock();
                 match queue.keys.pop_front() {
                     Some(key) => key,
