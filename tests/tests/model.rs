@@ -375,6 +375,9 @@ fn run(program: &Program) -> Result<(), String> {
                     }
                     _ => None,
                 };
+                // The spawner returns the local task's handle (not awaited
+                // in it: the outside thread keeps it).
+                #[allow(clippy::async_yields_async)]
                 let spawner = p.spawn(async move {
                     pool::spawn_local(async move {
                         // Not `Send`: it may only ever run on this worker.
