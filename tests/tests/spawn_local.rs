@@ -149,8 +149,11 @@ fn local_tasks_and_the_deque_take_turns_on_one_worker() {
             }))
             .unwrap();
         assert!(ran.load(Ordering::SeqCst));
+        // A few yields; more if the watcher moved the spawned task to the
+        // injector (a slow machine's "long" poll), which a worker looks at
+        // every 61st search. Without the turns it would wait all 100 000.
         assert!(
-            yields_before <= 3,
+            yields_before <= 130,
             "the deque's task waited {yields_before} yields"
         );
     });
