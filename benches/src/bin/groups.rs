@@ -267,43 +267,39 @@ fn fairness(a: &Args) {
 
 // ---------------------------------------------------------------- join_set
 
+/// One `join_set` run inside a task: `$set` is the `JoinSet` type, `$sleep`
+/// the runtime's sleep; returns milliseconds.
+macro_rules! join_set_round {
+    ($set:ty, $sleep:path) => {
+        async {
+            let t0 = Instant::now();
+            let mut set = <$set>::new();
+            for i in 0..SET_TASKS {
+                set.spawn(async move {
+                    $sleep(Duration::from_millis(1)).await;
+                    i
+                });
+            }
+            let mut sum = 0;
+            while let Some(r) = set.join_next().await {
+                sum += r.unwrap();
+            }
+            assert_eq!(sum, SET_TASKS * (SET_TASKS - 1) / 2);
+            t0.elapsed().as_secs_f64() * 1e3
+        }
+    };
+}
+
 fn join_set_pool(p: &pool::Pool) -> f64 {
-    p.block_on(p.spawn(async {
-        let t0 = Instant::now();
-        let mut set = pool::JoinSet::new();
-        for i in 0..SET_TASKS {
-            set.spawn(async move {
-                pool::time::sleep(Duration::from_millis(1)).await;
-                i
-            });
-        }
-        let mut sum = 0;
-        while let Some(r) = set.join_next().await {
-            sum += r.unwrap();
-        }
-        assert_eq!(sum, SET_TASKS * (SET_TASKS - 1) / 2);
-        t0.elapsed().as_secs_f64() * 1e3
-    }))
-    .unwrap()
+    p.block_on(p.spawn(join_set_round!(pool::JoinSet<u64>, pool::time::sleep)))
+        .unwrap()
 }
 
 fn join_set_tokio(rt: &tokio::runtime::Runtime) -> f64 {
-    rt.block_on(rt.spawn(async {
-        let t0 = Instant::now();
-        let mut set = tokio::task::JoinSet::new();
-        for i in 0..SET_TASKS {
-            set.spawn(async move {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                i
-            });
-        }
-        let mut sum = 0;
-        while let Some(r) = set.join_next().await {
-            sum += r.unwrap();
-        }
-        assert_eq!(sum, SET_TASKS * (SET_TASKS - 1) / 2);
-        t0.elapsed().as_secs_f64() * 1e3
-    }))
+    rt.block_on(rt.spawn(join_set_round!(
+        tokio::task::JoinSet<u64>,
+        tokio::time::sleep
+    )))
     .unwrap()
 }
 

@@ -100,13 +100,14 @@ impl task::Schedule for Registry {
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
     fn release(&self, slot: Slot, local: bool) {
+        let worker = self.local_worker();
         if local {
             // On its own worker: nowhere else may a local future be dropped.
-            if let Some(w) = self.local_worker() {
+            if let Some(w) = worker {
                 w.local_task_ended();
             }
         }
-        match self.local_worker() {
+        match worker {
             Some(w) if slot.shard != self.tasks.shard_of(w.index()) => w.defer_removal(slot),
             _ => self.tasks.remove(slot),
         }
