@@ -182,6 +182,11 @@ impl WorkerThread {
     /// so neither starves the other (the deque's may also be stolen; the
     /// local ones only run here).
     fn pop_own(&self) -> Option<Runnable> {
+        // A queued local task is a live one: a worker that has none (most
+        // do) pays one read of its own stack here, no borrow, no atomic.
+        if self.local_live.get() == 0 {
+            return self.worker.pop();
+        }
         let local_first = !self.local_turn.get();
         self.local_turn.set(local_first);
         if local_first {
