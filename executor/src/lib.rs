@@ -182,13 +182,15 @@ where
 /// ```
 /// use std::rc::Rc;
 /// let pool = pool::Pool::new().unwrap();
-/// let n = pool.block_on(pool::spawn(async {
-///     let shared = Rc::new(20); // not Send
-///     let local = pool::spawn_local({
-///         let shared = Rc::clone(&shared);
-///         async move { *shared + 1 }
+/// let n = pool.block_on(pool.spawn(async {
+///     // The local task holds an `Rc` across an await: it is not `Send`.
+///     let local = pool::spawn_local(async {
+///         let shared = Rc::new(20);
+///         let copy = Rc::clone(&shared);
+///         pool::yield_now().await;
+///         *shared + *copy + 1
 ///     });
-///     local.await.unwrap() + *shared
+///     local.await.unwrap()
 /// }));
 /// assert_eq!(n.unwrap(), 41);
 /// ```
