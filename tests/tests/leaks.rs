@@ -231,9 +231,18 @@ fn dumps_during_churn_in_a_traced_pool_with_a_stall_handler() {
             .build()
             .unwrap();
         let handle = pool.handle();
+        let dumps = Arc::new(AtomicUsize::new(0));
+        let dumped = dumps.clone();
         let spawner = std::thread::spawn(move || {
             let mut kept = Vec::new();
             for i in 0..2_000u32 {
+                if i == 1_000 {
+                    // Halfway, wait for a dump: under valgrind the spawner
+                    // could otherwise finish before the first one.
+                    while dumped.load(Ordering::SeqCst) == 0 {
+                        std::thread::yield_now();
+                    }
+                }
                 if i % 16 == 0 {
                     // Let the dumping thread in between spawns.
                     std::thread::yield_now();
@@ -253,7 +262,6 @@ fn dumps_during_churn_in_a_traced_pool_with_a_stall_handler() {
             }
             kept
         });
-        let mut dumps = 0;
         while !spawner.is_finished() {
             let tasks = pool.tasks();
             let mut ids: Vec<_> = tasks.iter().map(|t| t.id).collect();
@@ -264,12 +272,15 @@ fn dumps_during_churn_in_a_traced_pool_with_a_stall_handler() {
                 .iter()
                 .all(|t| t.polls < 1_000 && t.spawned_at.line() > 0));
             let _ = pool::TaskDump(&tasks).to_string();
-            dumps += 1;
+            dumps.fetch_add(1, Ordering::SeqCst);
         }
         for aborted in spawner.join().unwrap() {
             assert!(pool.block_on(aborted).unwrap_err().is_cancelled());
         }
-        assert!(dumps > 0, "the dump never ran during the churn");
+        assert!(
+            dumps.load(Ordering::SeqCst) > 0,
+            "the dump never ran during the churn"
+        );
         tests::wait_for(
             "every task done",
             std::time::Duration::from_secs(120),
