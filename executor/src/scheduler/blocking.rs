@@ -137,7 +137,7 @@ impl BlockingPool {
                 };
                 drop(st);
                 // Panics of the closure are caught inside `TaskFuture`.
-                let id = runnable.metadata().id;
+                let id = runnable.metadata().id();
                 context::with_blocking_task(id, || runnable.run());
                 st = self.state.lock();
             }

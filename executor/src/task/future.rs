@@ -34,9 +34,10 @@ pin_project! {
     /// caught (in its polls and in its destructor) and aborts honoured.
     pub(crate) struct TaskFuture<'a, F> {
         // Dropped by hand, under `catch_unwind` (see the module invariants).
+        // Whether it was dropped is the header's `DONE` bit (`is_done`),
+        // set just before the drop: no flag of its own, 8 bytes less.
         #[pin]
         future: ManuallyDrop<F>,
-        future_dropped: bool,
         // Declared after the future, so it is dropped after it.
         registration: Registration<'a>,
     }
@@ -54,7 +55,6 @@ impl<'a, F> TaskFuture<'a, F> {
     pub(crate) fn new(future: F, header: &'a TaskHeader) -> Self {
         TaskFuture {
             future: ManuallyDrop::new(future),
-            future_dropped: false,
             registration: Registration { header },
         }
     }
@@ -62,12 +62,18 @@ impl<'a, F> TaskFuture<'a, F> {
     /// Drop the user's future (once), catching a panic of its destructor.
     fn drop_future(self: Pin<&mut Self>) -> Option<Box<dyn Any + Send>> {
         let this = self.project();
-        if std::mem::replace(this.future_dropped, true) {
+        let header = this.registration.header;
+        if header.is_done() {
             return None;
         }
+        // The dump skips the task from now on (its registry entry goes when
+        // `registration` drops, maybe in a batch: `owned.rs`).
+        header.mark_done();
         // SAFETY: dropping a pinned value in place is what `Pin` allows; the
-        // flag above makes it the only drop, and the future is never polled
-        // again (`poll` checks the flag first).
+        // `DONE` bit above makes it the only drop, and the future is never
+        // polled again (`poll` checks the bit first). Only the thread that
+        // runs or drops the task's future reads and writes the bit, and
+        // async-task serializes those.
         let future = unsafe { this.future.get_unchecked_mut() };
         // SAFETY: as above: `future` is dropped once and not used after.
         catch_unwind(AssertUnwindSafe(|| unsafe { ManuallyDrop::drop(future) })).err()
@@ -78,15 +84,14 @@ impl<F: Future> Future for TaskFuture<'_, F> {
     type Output = Result<TaskOutput<F::Output>, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // `Acquire` is not needed for correctness (the flag carries no data)
-        // but pairs with `abort`'s `Release` for a prompt, clear read.
-        if self.future_dropped || self.registration.header.is_aborted() {
+        let header = self.registration.header;
+        if header.is_done() || header.is_aborted() {
             return Poll::Ready(Err(match self.drop_future() {
                 Some(payload) => JoinError::panic(payload),
                 None => JoinError::cancelled(),
             }));
         }
-        self.registration.header.begin_poll();
+        header.begin_poll();
         let future = self.as_mut().project().future;
         // SAFETY: structural pinning through `ManuallyDrop`: the future is
         // never moved out, and dropped in place (`drop_future`).
@@ -157,8 +162,6 @@ struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        // The dump skips it from now on (the removal below may be batched).
-        self.header.mark_done();
         if let Some(slot) = self.header.slot() {
             self.header.owner().release(slot, self.header.is_local());
         }

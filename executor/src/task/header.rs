@@ -19,6 +19,7 @@
 use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use super::schedule::{Schedule, Scheduler};
+use super::site;
 use std::panic::Location;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -43,6 +44,9 @@ const DONE: u64 = 1 << 1;
 const POLL_SHIFT: u32 = 2;
 const POLLS_MAX: u64 = (1 << 30) - 1;
 const BORN_SHIFT: u32 = 32;
+/// `TaskHeader::ident`: the spawn site's index in the low bits, the id above
+/// (`TaskId`s stay below 2^48).
+const SITE_BITS: u32 = 16;
 
 /// What runs a task, kept in its header's flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,18 +59,20 @@ pub(crate) enum TaskKind {
     Local,
 }
 
-/// The per-task metadata, stored in the task's allocation: 40 bytes.
+/// The per-task metadata, stored in the task's allocation: 32 bytes.
 pub(crate) struct TaskHeader {
     /// The pool that owns the task (the scheduler's `Registry`).
     owner: Arc<Scheduler>,
     /// Where the task's waker is registered (`Slot::pack`, whose top three
     /// bits are always clear), or `UNREGISTERED`; set once, before the first
     /// run. Its top bits are flags: `ABORTED` (set by `JoinHandle::abort`:
-    /// the next poll ends the task) and `BLOCKING`. One word for all keeps
-    /// every task 8 bytes smaller.
+    /// the next poll ends the task), `BLOCKING` and `LOCAL`. One word for
+    /// all keeps every task 8 bytes smaller.
     state: AtomicU64,
-    pub(crate) id: TaskId,
-    pub(crate) spawned_at: &'static Location<'static>,
+    /// The task's id (`TaskId`, below 2^48) in the top 48 bits, its spawn
+    /// site's index (`site::index_of`) in the low 16: written at spawn,
+    /// never changed.
+    ident: u64,
     /// Spawn time, poll count, whether the task is queued and whether its
     /// future was dropped (see the constants). Written only by the thread
     /// that schedules, polls or drops the task's future, which async-task
@@ -95,10 +101,20 @@ impl TaskHeader {
         TaskHeader {
             owner,
             state: AtomicU64::new(UNREGISTERED | flags),
-            id,
-            spawned_at,
+            ident: id.as_u64() << SITE_BITS | u64::from(site::index_of(spawned_at)),
             activity: AtomicU64::new(u64::from(born) << BORN_SHIFT),
         }
+    }
+
+    /// The task's id.
+    #[inline]
+    pub(crate) fn id(&self) -> TaskId {
+        TaskId::from_u64(self.ident >> SITE_BITS).expect("a task id is never 0")
+    }
+
+    /// Where the task was spawned.
+    pub(crate) fn spawned_at(&self) -> &'static Location<'static> {
+        site::location(self.ident as u16)
     }
 
     /// The pool that owns the task.
@@ -113,10 +129,14 @@ impl TaskHeader {
     pub(crate) fn set_slot(&self, slot: Slot) {
         let packed = slot.pack();
         debug_assert_eq!(packed & FLAGS, 0);
-        // Keeps the flags (none but the kind can be set yet: the handle
-        // was not returned).
-        let old = self.state.fetch_and(packed | FLAGS, Ordering::Release);
+        // A load and a store, not a read-modify-write: no other thread
+        // writes this word before the spawn returns the handle (`abort`
+        // needs the handle; the dump, which may already see the task
+        // through the registry, only reads), so the only flag set is the
+        // kind, which this keeps.
+        let old = self.state.load(Ordering::Relaxed);
         debug_assert_eq!(old & !FLAGS, UNREGISTERED, "task registered twice");
+        self.state.store(packed | (old & FLAGS), Ordering::Release);
     }
 
     pub(super) fn slot(&self) -> Option<Slot> {
@@ -304,7 +324,7 @@ pub(crate) type Runnable = async_task::Runnable<TaskHeader>;
 #[cfg(all(test, not(loom)))]
 mod tests {
     #[test]
-    fn the_header_is_five_words() {
-        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 40);
+    fn the_header_is_four_words() {
+        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 32);
     }
 }

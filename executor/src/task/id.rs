@@ -8,6 +8,8 @@
 //!   outside thread takes for itself (so that threads spawning at once do
 //!   not share a cache line per spawn). Ids are therefore unique, but
 //!   ordered by spawn time only within one thread.
+//! * An id is below 2^48 (a task header packs it with its spawn site); the
+//!   2^48th spawn of a process panics rather than repeat one.
 
 use std::cell::Cell;
 use std::fmt;
@@ -30,6 +32,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(NonZeroU64);
+
+/// Ids stay below this (a task header keeps an id in 48 bits).
+const MAX_ID: u64 = 1 << 48;
 
 /// Ids a worker takes from the global counter at once.
 const ID_BLOCK: u64 = 1024;
@@ -54,7 +59,13 @@ impl TaskId {
 
     #[inline]
     fn checked(n: u64) -> TaskId {
-        TaskId(NonZeroU64::new(n).expect("task ids start at 1 and do not wrap"))
+        // A task header keeps the id in 48 bits (`TaskHeader::ident`): 2.8e14
+        // spawns, nine years of a million spawns a second.
+        assert!(
+            n < MAX_ID,
+            "pool: this process has spawned 2^48 tasks, and task ids are 48 bits"
+        );
+        TaskId(NonZeroU64::new(n).expect("task ids start at 1"))
     }
 
     /// The id as a number (never 0).

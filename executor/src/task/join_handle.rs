@@ -60,7 +60,7 @@ impl<T> JoinHandle<T> {
     ) -> Self {
         let header = NonNull::from(task.metadata());
         JoinHandle {
-            id: task.metadata().id,
+            id: task.metadata().id(),
             task: Some(task.fallible()),
             header,
         }

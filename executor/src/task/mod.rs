@@ -12,12 +12,13 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `header.rs` | `TaskHeader`: owner, id, spawn site, state and activity words; finding it from a waker |
+//! | `header.rs` | `TaskHeader`: owner, state, id and spawn site, and activity words; finding it from a waker |
 //! | `future.rs` | `TaskFuture` (panics caught, aborts honoured), `TaskOutput`, `cancel` |
 //! | `join_handle.rs` | `JoinHandle` |
 //! | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
 //! | `error.rs` | `JoinError` |
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
+//! | `site.rs` | spawn sites kept as 16-bit indexes into one process-wide table |
 //! | `clock.rs` | the coarse clock of task ages |
 //! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
 //! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
@@ -34,6 +35,7 @@ mod id;
 mod join_handle;
 mod owned;
 mod schedule;
+mod site;
 
 pub use abort_handle::AbortHandle;
 pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};

@@ -50,8 +50,8 @@ pub struct Stall {
 fn spawn_location(registry: &Registry, task: TaskId) -> Option<&'static Location<'static>> {
     let mut found = None;
     registry.tasks().for_each_live(|header| {
-        if header.id == task && header.is_live_task() {
-            found = Some(header.spawned_at);
+        if header.id() == task && header.is_live_task() {
+            found = Some(header.spawned_at());
         }
     });
     found

@@ -340,7 +340,7 @@ impl WorkerThread {
     }
 
     fn execute(&self, runnable: Runnable) {
-        let id = runnable.metadata().id;
+        let id = runnable.metadata().id();
         let outer = self.stats().begin_poll(id);
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
