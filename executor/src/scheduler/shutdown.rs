@@ -22,7 +22,12 @@
 //!
 //! * The steps run once per pool (`Threads::shut_down`).
 //! * Each unfinished future is dropped exactly once, and its `JoinHandle`
-//!   gives `cancelled`.
+//!   gives `cancelled`. That includes a task that a worker which has not
+//!   left yet (a zero timeout, or a worker inside `block_on` in a task)
+//!   runs after step 5 took its waker: step 5's wake found it already
+//!   scheduled, so it is not in the queues step 5 drains, and its poll
+//!   cancels it (`OwnedTasks::is_closed`) rather than leave it pending with
+//!   no waker anywhere.
 //! * No runnable pushed after step 1 outlives the shutdown: a push into the
 //!   injector that lands after step 5 drained it is drained by its pusher
 //!   (`ShutdownState::late_push`, one fence on each side).

@@ -15,6 +15,8 @@
 //!   `catch_unwind`, and a panic there is caught and dropped in turn.
 //! * When the future is dropped the task leaves its pool's registry of live
 //!   tasks (`Registration`, through `Schedule::release`).
+//! * A task is never polled once that registry is closed (shutdown took its
+//!   wakers): its poll cancels it instead (`OwnedTasks::is_closed`).
 
 use super::error::JoinError;
 use super::header::Runnable;
@@ -85,7 +87,9 @@ impl<F: Future> Future for TaskFuture<'_, F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let header = self.registration.header;
-        if header.is_done() || header.is_aborted() {
+        // A task polled after shutdown closed the registry of live tasks
+        // ends as cancelled: nothing would wake it again (`is_closed`).
+        if header.is_done() || header.is_aborted() || header.owner().live_tasks().is_closed() {
             return Poll::Ready(Err(match self.drop_future() {
                 Some(payload) => JoinError::panic(payload),
                 None => JoinError::cancelled(),

@@ -24,9 +24,13 @@
 //!   acquisition per batch, not one per task. Until its batch is flushed a
 //!   finished task keeps its entry (and so its allocation): at most
 //!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
+//! * Once closed, the registry holds no waker, so no task may be polled
+//!   again: `is_closed` is set before the drain, and a task's poll checks
+//!   it first (`TaskFuture::poll`).
 
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Waker;
 
 #[derive(Debug)]
@@ -128,6 +132,9 @@ impl Slot {
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
+    /// Set by `close_and_drain` before it takes any shard's wakers: from
+    /// then on no task may be polled again (`is_closed`).
+    closed: AtomicBool,
 }
 
 impl OwnedTasks {
@@ -146,7 +153,21 @@ impl OwnedTasks {
                     }))
                 })
                 .collect(),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// True once shutdown has closed the registry and taken its wakers
+    /// (`close_and_drain`). A task polled after that must end instead
+    /// (`TaskFuture::poll` cancels it): the registry no longer holds a waker
+    /// of it, so if it returned `Pending` nothing would ever wake it again.
+    /// That happens when the drain's wake finds the task already scheduled
+    /// (a no-op) and a worker that has not left yet runs it. The wake
+    /// publishes this flag to that run: async-task's wake of a scheduled
+    /// task is a release of the task's state, which the run acquires.
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Register a live task's waker in shard `hint` (modulo the shard count).
@@ -245,6 +266,8 @@ impl OwnedTasks {
 
     /// Close every shard and return the wakers of all tasks still live.
     pub(crate) fn close_and_drain(&self) -> Vec<Waker> {
+        // Before any waker is taken (see `is_closed`).
+        self.closed.store(true, Ordering::SeqCst);
         let mut wakers = Vec::new();
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
