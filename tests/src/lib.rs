@@ -79,6 +79,14 @@ impl DropCounter {
     }
 }
 
+/// A pool of `workers` workers, every other setting the default.
+pub fn pool(workers: usize) -> pool::Pool {
+    pool::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a pool with default settings starts")
+}
+
 /// Wait, up to `timeout`, until `cond` holds; panic with `what` otherwise.
 /// For states the test cannot be told about directly (a pool falling asleep).
 pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {

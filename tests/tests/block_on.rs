@@ -3,13 +3,9 @@
 
 use futures::channel::{mpsc as fmpsc, oneshot};
 use futures::{SinkExt, StreamExt};
-use pool::{Builder, Handle, Pool};
+use pool::Handle;
 use std::time::Duration;
-use tests::{wait_until_asleep, watchdog};
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, wait_until_asleep, watchdog};
 
 #[test]
 fn block_on_a_plain_future_on_a_plain_thread() {

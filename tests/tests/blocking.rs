@@ -1,15 +1,11 @@
 //! `spawn_blocking`: elastic threads beside the workers, capped, FIFO beyond
 //! the cap, idle ones exit, and shutdown does not start queued closures.
 
-use pool::{Builder, Pool};
+use pool::Builder;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
-use tests::{wait_for, watchdog, DropCounter};
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, wait_for, watchdog, DropCounter};
 
 #[test]
 fn sixty_four_sleeping_closures_run_concurrently() {

@@ -2,19 +2,12 @@
 //! one), panics as `JoinError`, join_all, shutdown, ten thousand members,
 //! and the budget a set spends.
 
-use pool::{JoinSet, Pool};
+use pool::JoinSet;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tests::{watchdog, DropCounter};
-
-fn pool(workers: usize) -> Pool {
-    pool::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .unwrap()
-}
+use tests::{pool, watchdog, DropCounter};
 
 #[test]
 fn join_next_returns_members_in_completion_order() {

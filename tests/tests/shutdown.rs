@@ -2,15 +2,11 @@
 //! `cancelled`, dropping never hangs on pending tasks, and the timeout bounds
 //! the wait for a stuck worker.
 
-use pool::{Builder, Pool};
+use pool::Builder;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
-use tests::{watchdog, DropCounter};
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, watchdog, DropCounter};
 
 #[test]
 fn shutdown_drops_each_pending_future_exactly_once() {

@@ -2,13 +2,8 @@
 //! new task wakes at most one worker, and no posted work is ever lost.
 //! (Idle CPU is measured in `idle_cpu.rs`, a process of its own.)
 
-use pool::{Builder, Pool};
 use std::time::Duration;
-use tests::{wait_until_asleep, watchdog};
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, wait_until_asleep, watchdog};
 
 #[test]
 fn an_idle_pool_falls_asleep() {

@@ -1,15 +1,11 @@
 //! Spawning and joining: values, nesting, many tasks, panics, abort, detach,
 //! fairness.
 
-use pool::{Builder, Pool};
+use pool::Builder;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use tests::{watchdog, DropCounter};
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, watchdog, DropCounter};
 
 #[test]
 fn spawned_task_returns_its_value() {

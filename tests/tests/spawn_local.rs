@@ -3,17 +3,13 @@
 //! their own thread at shutdown, and refused off a worker.
 
 use futures::channel::oneshot;
-use pool::{Builder, JoinSet, Pool};
+use pool::JoinSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
-use tests::watchdog;
-
-fn pool(workers: usize) -> Pool {
-    Builder::new().worker_threads(workers).build().unwrap()
-}
+use tests::{pool, watchdog};
 
 #[test]
 fn a_local_task_holding_an_rc_woken_from_another_thread_runs_on_its_own_worker() {

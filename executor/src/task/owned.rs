@@ -59,8 +59,6 @@ const PAGE: usize = 1024;
 #[derive(Debug)]
 struct Shard {
     pages: Vec<Vec<Entry>>,
-    /// Entries in use or on the free list: the pages' total length.
-    len: usize,
     free_head: usize,
     closed: bool,
 }
@@ -74,9 +72,16 @@ impl Shard {
         self.pages.get(key / PAGE)?.get(key % PAGE)
     }
 
-    /// Append an entry at key `len`.
+    /// Entries in use or on the free list: every page but the last is full.
+    fn len(&self) -> usize {
+        self.pages
+            .last()
+            .map_or(0, |last| (self.pages.len() - 1) * PAGE + last.len())
+    }
+
+    /// Append an entry at key `len()`.
     fn push(&mut self, entry: Entry) -> usize {
-        let key = self.len;
+        let key = self.len();
         match self.pages.last_mut() {
             Some(page) if page.len() < PAGE => page.push(entry),
             _ => {
@@ -86,7 +91,6 @@ impl Shard {
                 self.pages.push(page);
             }
         }
-        self.len += 1;
         key
     }
 
@@ -147,7 +151,6 @@ impl OwnedTasks {
                 .map(|_| {
                     CachePadded::new(Mutex::new(Shard {
                         pages: Vec::new(),
-                        len: 0,
                         free_head: NONE,
                         closed: false,
                     }))
@@ -175,7 +178,7 @@ impl OwnedTasks {
     pub(crate) fn insert(&self, hint: usize, waker: Waker) -> Option<Slot> {
         let shard_index = self.shard_of(hint);
         let mut shard = self.shards[shard_index].lock();
-        if shard.closed || shard.len >= MAX_KEYS {
+        if shard.closed || shard.len() >= MAX_KEYS {
             drop(shard);
             drop(waker);
             return None;
@@ -273,7 +276,6 @@ impl OwnedTasks {
             let mut shard = shard.lock();
             shard.closed = true;
             shard.free_head = NONE;
-            shard.len = 0;
             wakers.extend(shard.pages.drain(..).flatten().filter_map(|e| match e {
                 Entry::Occupied(waker) => Some(waker),
                 Entry::Vacant(_) => None,

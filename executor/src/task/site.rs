@@ -18,7 +18,7 @@
 //!   of `spawn` calls written in its source.
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// Positions in the table: a power of two, so that a hash is masked.
 const SLOTS: usize = 1 << 14;
@@ -32,7 +32,7 @@ const OVERFLOW: u16 = SLOTS as u16;
 static TABLE: [AtomicPtr<Location<'static>>; SLOTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 /// Sites stored so far (a `Relaxed` count: it only bounds the load).
-static STORED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static STORED: AtomicUsize = AtomicUsize::new(0);
 
 /// The index of `site`, stored in the table the first time it is seen.
 #[inline]
