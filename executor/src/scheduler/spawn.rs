@@ -178,7 +178,10 @@ impl Registry {
         }
         let waker = runnable.waker();
         note_waker(&waker, runnable.metadata());
-        match self.tasks().insert(shard_hint, waker) {
+        match self
+            .tasks()
+            .insert(shard_hint, waker, kind == TaskKind::Local)
+        {
             Some(slot) => {
                 runnable.metadata().set_slot(slot);
                 if kind == TaskKind::Local {
@@ -207,10 +210,10 @@ impl Registry {
 /// reference: the worker's, or a clone.
 fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
     runnable.metadata().mark_scheduled();
-    let registry = Arc::as_ptr(runnable.metadata().owner());
-    match context::worker().filter(|w| std::ptr::eq(Arc::as_ptr(w.registry()), registry)) {
+    let registry = runnable.metadata().owner();
+    match context::worker().filter(|w| std::ptr::eq(&**w.registry(), registry)) {
         Some(worker) => worker.schedule_local(runnable, info),
-        None => Arc::clone(runnable.metadata().owner()).inject(runnable),
+        None => runnable.metadata().owner_arc().inject(runnable),
     }
 }
 
@@ -221,12 +224,11 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
 /// hand-off.
 fn schedule_pinned(runnable: Runnable, home: usize) {
     runnable.metadata().mark_scheduled();
-    let registry = Arc::as_ptr(runnable.metadata().owner());
-    match context::worker()
-        .filter(|w| w.index() == home && std::ptr::eq(Arc::as_ptr(w.registry()), registry))
+    let registry = runnable.metadata().owner();
+    match context::worker().filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {
         Some(worker) => worker.push_local(runnable),
-        None => Arc::clone(runnable.metadata().owner()).send_home(home, runnable),
+        None => runnable.metadata().owner_arc().send_home(home, runnable),
     }
 }
 
@@ -235,6 +237,6 @@ fn schedule_pinned(runnable: Runnable, home: usize) {
 /// registry for the reason given at `schedule_task`.
 fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
     runnable.metadata().mark_scheduled();
-    let registry = Arc::clone(runnable.metadata().owner());
+    let registry = runnable.metadata().owner_arc();
     registry.blocking().schedule(&registry, runnable);
 }

@@ -3,10 +3,11 @@
 //!
 //! # Invariants
 //!
-//! * The header lives as long as the task's allocation, so the `Arc` in it
-//!   keeps the owning pool alive for every reader of the header. (A schedule
-//!   function must not rely on it after handing the runnable on: see
-//!   `scheduler/spawn.rs`, `schedule_task`.)
+//! * The header lives as long as the task's allocation and holds one strong
+//!   count of the owning pool's `Arc` (taken at spawn, given back by its
+//!   drop), so the pool is alive for every reader of the header. (A
+//!   schedule function must not rely on it after handing the runnable on:
+//!   see `scheduler/spawn.rs`, `schedule_task`.)
 //! * The header's slot is set once, before the task is first scheduled, so
 //!   every later reader (the future's drop, `abort`) sees it.
 //! * `activity` is written only by the thread that schedules, polls or drops
@@ -15,38 +16,45 @@
 //! * Every task's header lies at one fixed distance from its waker's data
 //!   pointer (`note_waker` checks it at every spawn), so the registry of
 //!   live tasks keeps one waker per task and finds the header from it.
+//! * The header is 28 bytes aligned to 4 (its two 8-byte fields are
+//!   `Align4`): async-task puts it after three words of its own and, with
+//!   its `std` feature, before a `bool`; 28 + 1 fits the 32 bytes that a
+//!   header of 32 would have needed alone, so the task is 8 bytes smaller
+//!   than with an 8-aligned header. No reference to an 8-byte field is ever
+//!   taken (the compiler forbids it): they are read by value.
 
 use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use super::schedule::{Schedule, Scheduler};
 use super::site;
 use std::panic::Location;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-/// The top bit of `TaskHeader::state`: the task was aborted.
-const ABORTED: u64 = 1 << 63;
-/// A `spawn_blocking` closure's task.
-const BLOCKING: u64 = 1 << 62;
-/// A `spawn_local` task: pinned to the worker that spawned it.
-const LOCAL: u64 = 1 << 61;
-const FLAGS: u64 = ABORTED | BLOCKING | LOCAL;
-/// The slot bits of a task that is not registered (yet, or ever).
-const UNREGISTERED: u64 = !FLAGS;
+/// `TaskHeader::state`: the top bit says the task was aborted, the other 31
+/// hold its spawn time (`clock::coarse_ticks` halved: 1/128 s, modulo 194
+/// days).
+const ABORTED: u32 = 1 << 31;
+const BORN: u32 = !ABORTED;
 
 /// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
 /// was dropped: the task is not live, though its registry entry may wait
-/// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating),
-/// bits 32..64 the spawn time (`clock::coarse_ticks`).
-const SCHEDULED: u64 = 1;
-const DONE: u64 = 1 << 1;
+/// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating).
+const SCHEDULED: u32 = 1;
+const DONE: u32 = 1 << 1;
 const POLL_SHIFT: u32 = 2;
-const POLLS_MAX: u64 = (1 << 30) - 1;
-const BORN_SHIFT: u32 = 32;
-/// `TaskHeader::ident`: the spawn site's index in the low bits, the id above
-/// (`TaskId`s stay below 2^48).
-const SITE_BITS: u32 = 16;
+const POLLS_MAX: u32 = (1 << 30) - 1;
+
+/// `TaskHeader::ident`: the task's id (`TaskId`, below 2^48) in the top 48
+/// bits, its kind in the next two, its spawn site's index
+/// (`site::index_of`, below 2^14) in the low 14.
+const SITE_BITS: u32 = 14;
+const KIND_SHIFT: u32 = SITE_BITS;
+const ID_SHIFT: u32 = 16;
+const BLOCKING: u64 = 1 << KIND_SHIFT;
+const LOCAL: u64 = 2 << KIND_SHIFT;
 
 /// What runs a task, kept in its header's flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,28 +67,48 @@ pub(crate) enum TaskKind {
     Local,
 }
 
-/// The per-task metadata, stored in the task's allocation: 32 bytes.
-pub(crate) struct TaskHeader {
-    /// The pool that owns the task (the scheduler's `Registry`).
-    owner: Arc<Scheduler>,
-    /// Where the task's waker is registered (`Slot::pack`, whose top three
-    /// bits are always clear), or `UNREGISTERED`; set once, before the first
-    /// run. Its top bits are flags: `ABORTED` (set by `JoinHandle::abort`:
-    /// the next poll ends the task), `BLOCKING` and `LOCAL`. One word for
-    /// all keeps every task 8 bytes smaller.
-    state: AtomicU64,
-    /// The task's id (`TaskId`, below 2^48) in the top 48 bits, its spawn
-    /// site's index (`site::index_of`) in the low 16: written at spawn,
-    /// never changed.
-    ident: u64,
-    /// Spawn time, poll count, whether the task is queued and whether its
-    /// future was dropped (see the constants). Written only by the thread
-    /// that schedules, polls or drops the task's future, which async-task
-    /// serializes (a schedule happens before the run it leads to, a wake
-    /// during a run schedules after it), so a relaxed load and store
-    /// suffice, no read-modify-write; the dump reads it from anywhere.
-    activity: AtomicU64,
+/// A `Copy` value kept at 4-byte alignment, read by value (`get`).
+#[derive(Clone, Copy)]
+#[repr(C, packed(4))]
+struct Align4<T: Copy>(T);
+
+impl<T: Copy> Align4<T> {
+    #[inline(always)]
+    fn get(self) -> T {
+        self.0
+    }
 }
+
+/// The per-task metadata, stored in the task's allocation: 28 bytes,
+/// aligned to 4.
+pub(crate) struct TaskHeader {
+    /// The pool that owns the task (the scheduler's `Registry`): one strong
+    /// count of its `Arc` (`Arc::into_raw`), given back by `drop`.
+    owner: Align4<NonNull<Scheduler>>,
+    /// The task's id, kind and spawn site (see the constants): written at
+    /// spawn, never changed.
+    ident: Align4<u64>,
+    /// Where the task's waker is registered (`OwnedTasks::pack`), or
+    /// `OwnedTasks::UNREGISTERED`; set once, before the first run.
+    slot: AtomicU32,
+    /// `ABORTED` (set by `JoinHandle::abort` from any thread: the next poll
+    /// ends the task) and the spawn time, which never changes.
+    state: AtomicU32,
+    /// Whether the task is queued, whether its future was dropped, and its
+    /// polls (see the constants). Written only by the thread that schedules,
+    /// polls or drops the task's future, which async-task serializes (a
+    /// schedule happens before the run it leads to, a wake during a run
+    /// schedules after it), so a relaxed load and store suffice, no
+    /// read-modify-write; the dump reads it from anywhere.
+    activity: AtomicU32,
+}
+
+// SAFETY: the only field that is not `Send + Sync` by itself is `owner`, a
+// strong count of an `Arc<Scheduler>`, which is `Send + Sync` because the
+// scheduler is; the header never hands out `&mut` to it.
+unsafe impl Send for TaskHeader {}
+// SAFETY: as above; every field that changes is an atomic.
+unsafe impl Sync for TaskHeader {}
 
 impl TaskHeader {
     /// The header of a task of `owner`, spawned at `spawned_at` at the
@@ -93,56 +121,71 @@ impl TaskHeader {
         kind: TaskKind,
         born: u32,
     ) -> TaskHeader {
-        let flags = match kind {
+        let kind = match kind {
             TaskKind::Async => 0,
             TaskKind::Blocking => BLOCKING,
             TaskKind::Local => LOCAL,
         };
         TaskHeader {
-            owner,
-            state: AtomicU64::new(UNREGISTERED | flags),
-            ident: id.as_u64() << SITE_BITS | u64::from(site::index_of(spawned_at)),
-            activity: AtomicU64::new(u64::from(born) << BORN_SHIFT),
+            // SAFETY: `Arc::into_raw` never returns null.
+            owner: Align4(unsafe { NonNull::new_unchecked(Arc::into_raw(owner).cast_mut()) }),
+            ident: Align4(id.as_u64() << ID_SHIFT | kind | u64::from(site::index_of(spawned_at))),
+            slot: AtomicU32::new(OwnedTasks::UNREGISTERED),
+            state: AtomicU32::new((born >> 1) & BORN),
+            activity: AtomicU32::new(0),
         }
     }
 
     /// The task's id.
     #[inline]
     pub(crate) fn id(&self) -> TaskId {
-        TaskId::from_u64(self.ident >> SITE_BITS).expect("a task id is never 0")
+        TaskId::from_u64(self.ident.get() >> ID_SHIFT).expect("a task id is never 0")
     }
 
     /// Where the task was spawned.
     pub(crate) fn spawned_at(&self) -> &'static Location<'static> {
-        site::location(self.ident as u16)
+        site::location((self.ident.get() & ((1 << SITE_BITS) - 1)) as u16)
     }
 
     /// The pool that owns the task.
     #[inline]
-    pub(crate) fn owner(&self) -> &Arc<Scheduler> {
-        &self.owner
+    pub(crate) fn owner(&self) -> &Scheduler {
+        // SAFETY: the header holds a strong count of this `Arc` until it is
+        // dropped, and `&self` borrows the header.
+        unsafe { self.owner.get().as_ref() }
+    }
+
+    /// A new reference to the pool that owns the task, which outlives the
+    /// task (see `schedule_task`).
+    #[inline]
+    pub(crate) fn owner_arc(&self) -> Arc<Scheduler> {
+        let ptr = self.owner.get().as_ptr().cast_const();
+        // SAFETY: `ptr` came from `Arc::into_raw` and the header still holds
+        // that count, so the `Arc` is alive; the increment is the count the
+        // returned `Arc` gives back.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
     }
 
     /// Record where the task is registered. `Release` pairs with the
     /// `Acquire` of `slot`; the task is not yet scheduled, so no other thread
     /// can read it before the runnable's hand-off anyway.
     pub(crate) fn set_slot(&self, slot: Slot) {
-        let packed = slot.pack();
-        debug_assert_eq!(packed & FLAGS, 0);
-        // A load and a store, not a read-modify-write: no other thread
-        // writes this word before the spawn returns the handle (`abort`
-        // needs the handle; the dump, which may already see the task
-        // through the registry, only reads), so the only flag set is the
-        // kind, which this keeps.
-        let old = self.state.load(Ordering::Relaxed);
-        debug_assert_eq!(old & !FLAGS, UNREGISTERED, "task registered twice");
-        self.state.store(packed | (old & FLAGS), Ordering::Release);
+        let packed = self.owner().live_tasks().pack(slot);
+        debug_assert_eq!(
+            self.slot.load(Ordering::Relaxed),
+            OwnedTasks::UNREGISTERED,
+            "task registered twice"
+        );
+        self.slot.store(packed, Ordering::Release);
     }
 
     pub(super) fn slot(&self) -> Option<Slot> {
-        match self.state.load(Ordering::Acquire) & !FLAGS {
-            UNREGISTERED => None,
-            word => Some(Slot::unpack(word)),
+        match self.slot.load(Ordering::Acquire) {
+            OwnedTasks::UNREGISTERED => None,
+            word => Some(self.owner().live_tasks().unpack(word)),
         }
     }
 
@@ -157,13 +200,12 @@ impl TaskHeader {
     /// True for a live task of the workers: not finished, not a blocking
     /// closure (the dump lists these).
     pub(crate) fn is_live_task(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & BLOCKING == 0
-            && self.activity.load(Ordering::Relaxed) & DONE == 0
+        self.ident.get() & BLOCKING == 0 && self.activity.load(Ordering::Relaxed) & DONE == 0
     }
 
     /// A `spawn_local` task.
     pub(crate) fn is_local(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & LOCAL != 0
+        self.ident.get() & LOCAL != 0
     }
 
     /// The future is gone: it completed, panicked or was cancelled.
@@ -175,7 +217,7 @@ impl TaskHeader {
     /// `AbortHandle`'s hold on it); `None` once its future is gone, or if
     /// it never was registered.
     pub(super) fn live_waker(&self) -> Option<Waker> {
-        let waker = self.owner.live_tasks().waker(self.slot()?)?;
+        let waker = self.owner().live_tasks().waker(self.slot()?)?;
         // SAFETY: every registered waker was checked by `note_waker`
         // (`Registry::spawn_raw`), and the clone keeps its task alive while
         // the header is read. The slot may since have been reused by another
@@ -211,7 +253,7 @@ impl TaskHeader {
     #[inline]
     pub(super) fn begin_poll(&self) {
         let a = self.activity.load(Ordering::Relaxed);
-        let polls = if (a >> POLL_SHIFT) & POLLS_MAX == POLLS_MAX {
+        let polls = if a >> POLL_SHIFT == POLLS_MAX {
             0
         } else {
             1 << POLL_SHIFT
@@ -220,15 +262,26 @@ impl TaskHeader {
             .store((a & !SCHEDULED) + polls, Ordering::Relaxed);
     }
 
-    /// Queued (scheduled and not yet polled again), polls so far (they
-    /// saturate at 2^30 - 1) and the spawn time (`clock::coarse_ticks`).
-    pub(crate) fn activity(&self) -> (bool, u64, u32) {
+    /// Queued (scheduled and not yet polled again), and polls so far (they
+    /// saturate at 2^30 - 1).
+    pub(crate) fn activity(&self) -> (bool, u32) {
         let a = self.activity.load(Ordering::Relaxed);
-        (
-            a & SCHEDULED != 0,
-            (a >> POLL_SHIFT) & POLLS_MAX,
-            (a >> BORN_SHIFT) as u32,
-        )
+        (a & SCHEDULED != 0, a >> POLL_SHIFT)
+    }
+
+    /// The task's age at the coarse time `now` (`CoarseClock::now`), in
+    /// coarse ticks (to two ticks: the header keeps half of them).
+    pub(crate) fn age(&self, now: u32) -> u32 {
+        let born = self.state.load(Ordering::Relaxed) & BORN;
+        ((now >> 1).wrapping_sub(born) & BORN) << 1
+    }
+}
+
+impl Drop for TaskHeader {
+    fn drop(&mut self) {
+        // SAFETY: the count taken by `new` (`Arc::into_raw`), given back
+        // once, here.
+        drop(unsafe { Arc::from_raw(self.owner.get().as_ptr().cast_const()) });
     }
 }
 
@@ -324,7 +377,8 @@ pub(crate) type Runnable = async_task::Runnable<TaskHeader>;
 #[cfg(all(test, not(loom)))]
 mod tests {
     #[test]
-    fn the_header_is_four_words() {
-        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 32);
+    fn the_header_is_seven_four_byte_words() {
+        assert_eq!(std::mem::size_of::<super::TaskHeader>(), 28);
+        assert_eq!(std::mem::align_of::<super::TaskHeader>(), 4);
     }
 }

@@ -18,7 +18,7 @@
 //! | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
 //! | `error.rs` | `JoinError` |
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
-//! | `site.rs` | spawn sites kept as 16-bit indexes into one process-wide table |
+//! | `site.rs` | spawn sites kept as 14-bit indexes into one process-wide table |
 //! | `clock.rs` | the coarse clock of task ages |
 //! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
 //! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |

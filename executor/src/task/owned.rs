@@ -24,6 +24,10 @@
 //!   acquisition per batch, not one per task. Until its batch is flushed a
 //!   finished task keeps its entry (and so its allocation): at most
 //!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
+//! * A slot packs in 32 bits (`pack`), so a shard has room for
+//!   2^(32 - shard bits) - 1 keys; a full shard passes a task on to the
+//!   next one with room, except a `spawn_local` task (`pinned`): its worker
+//!   finds its local tasks in its own shard when it leaves.
 //! * Once closed, the registry holds no waker, so no task may be polled
 //!   again: `is_closed` is set before the drain, and a task's poll checks
 //!   it first (`TaskFuture::poll`).
@@ -42,11 +46,6 @@ enum Entry {
 
 /// The end of the free list.
 const NONE: usize = usize::MAX;
-
-/// Keys per shard: a slot packs its key in 32 bits (`Slot::pack`). A shard
-/// this full refuses the task (it is cancelled), which no real program meets:
-/// it takes four billion live tasks on one worker.
-const MAX_KEYS: usize = u32::MAX as usize - 1;
 
 /// Entries per page of a shard (16 KiB of wakers).
 const PAGE: usize = 1024;
@@ -94,6 +93,20 @@ impl Shard {
         key
     }
 
+    /// Put `waker` in a free entry (the last freed first), or a new one;
+    /// returns its key.
+    fn insert(&mut self, waker: Waker) -> usize {
+        if self.free_head == NONE {
+            return self.push(Entry::Occupied(waker));
+        }
+        let key = self.free_head;
+        match std::mem::replace(self.entry(key), Entry::Occupied(waker)) {
+            Entry::Vacant(next) => self.free_head = next,
+            Entry::Occupied(_) => unreachable!("free list points at an occupied entry"),
+        }
+        key
+    }
+
     fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.pages.iter().flatten()
     }
@@ -109,33 +122,25 @@ impl Shard {
     }
 }
 
-/// Where a task's waker is kept: its shard and its key in that shard.
+/// Where a task's waker is kept: its shard and its key in that shard. A task
+/// header keeps it packed in 32 bits (`OwnedTasks::pack`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Slot {
     pub(crate) shard: usize,
     pub(crate) key: usize,
 }
 
-impl Slot {
-    /// The slot packed in a `u64` (shard in bits 32..63, key in 0..32), so a
-    /// task header keeps it in one atomic word whose top bit stays free.
-    pub(crate) fn pack(self) -> u64 {
-        // The top three bits stay clear for the header's flags.
-        debug_assert!(self.shard < (1 << 29) && self.key < u32::MAX as usize);
-        ((self.shard as u64) << 32) | self.key as u64
-    }
-
-    pub(crate) fn unpack(word: u64) -> Slot {
-        Slot {
-            shard: (word >> 32) as usize,
-            key: (word & u64::from(u32::MAX)) as usize,
-        }
-    }
-}
-
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
     shards: Box<[CachePadded<Mutex<Shard>>]>,
+    /// log2 of the shard count: a packed slot is `key << shard_bits | shard`.
+    shard_bits: u32,
+    /// Keys per shard: as many as a packed slot has room for, with
+    /// `UNREGISTERED` left out. A full shard passes a task on to the next
+    /// one with room (a pinned one is refused, and so cancelled): only a
+    /// pool of thousands of workers, one of which holds a million live
+    /// tasks, meets it.
+    max_keys: usize,
     /// Set by `close_and_drain` before it takes any shard's wakers: from
     /// then on no task may be polled again (`is_closed`).
     closed: AtomicBool,
@@ -146,7 +151,22 @@ impl OwnedTasks {
     /// two so that a shard is picked with a mask).
     pub(crate) fn new(min_shards: usize) -> OwnedTasks {
         let n = min_shards.max(1).next_power_of_two();
+        let shard_bits = n.trailing_zeros();
+        // Keys 0..max_keys - 1 pack below `UNREGISTERED`: the largest,
+        // (2^(32 - b) - 2) << b | (2^b - 1), is 2^32 - 2^b - 1.
+        let max_keys = ((1u64 << (32 - shard_bits)) - 1) as usize;
+        Self::with_max_keys(n, max_keys)
+    }
+
+    /// `new`, with a smaller bound of keys per shard (the tests fill one).
+    fn with_max_keys(n: usize, max_keys: usize) -> OwnedTasks {
+        assert!(
+            n.is_power_of_two() && n < 1 << 24,
+            "pool: {n} registry shards (at most 2^24, a power of two)"
+        );
         OwnedTasks {
+            shard_bits: n.trailing_zeros(),
+            max_keys,
             shards: (0..n)
                 .map(|_| {
                     CachePadded::new(Mutex::new(Shard {
@@ -173,30 +193,46 @@ impl OwnedTasks {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Register a live task's waker in shard `hint` (modulo the shard count).
-    /// `None` once the registry is closed: the pool is shutting down.
-    pub(crate) fn insert(&self, hint: usize, waker: Waker) -> Option<Slot> {
-        let shard_index = self.shard_of(hint);
-        let mut shard = self.shards[shard_index].lock();
-        if shard.closed || shard.len() >= MAX_KEYS {
-            drop(shard);
-            drop(waker);
-            return None;
+    /// A header's slot word of a task that is not registered (yet, or ever).
+    pub(crate) const UNREGISTERED: u32 = u32::MAX;
+
+    /// `slot` in 32 bits, never `UNREGISTERED` (`max_keys`).
+    pub(crate) fn pack(&self, slot: Slot) -> u32 {
+        debug_assert!(slot.shard < self.shards.len() && slot.key < self.max_keys);
+        ((slot.key << self.shard_bits) | slot.shard) as u32
+    }
+
+    /// The slot that `pack` packed in `word`.
+    pub(crate) fn unpack(&self, word: u32) -> Slot {
+        let word = word as usize;
+        Slot {
+            shard: word & (self.shards.len() - 1),
+            key: word >> self.shard_bits,
         }
-        let key = if shard.free_head != NONE {
-            let key = shard.free_head;
-            match std::mem::replace(shard.entry(key), Entry::Occupied(waker)) {
-                Entry::Vacant(next) => shard.free_head = next,
-                Entry::Occupied(_) => unreachable!("free list points at an occupied entry"),
+    }
+
+    /// Register a live task's waker in shard `hint` (modulo the shard count),
+    /// or, if that one is full and the task is not `pinned` to it, in the
+    /// next shard with room. `None` once the registry is closed (the pool is
+    /// shutting down), or if no shard it may use has room.
+    pub(crate) fn insert(&self, hint: usize, waker: Waker, pinned: bool) -> Option<Slot> {
+        let first = self.shard_of(hint);
+        let tries = if pinned { 1 } else { self.shards.len() };
+        for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
+            let mut shard = self.shards[shard_index].lock();
+            if shard.closed {
+                break;
             }
-            key
-        } else {
-            shard.push(Entry::Occupied(waker))
-        };
-        Some(Slot {
-            shard: shard_index,
-            key,
-        })
+            if shard.free_head == NONE && shard.len() >= self.max_keys {
+                continue;
+            }
+            return Some(Slot {
+                shard: shard_index,
+                key: shard.insert(waker),
+            });
+        }
+        drop(waker);
+        None
     }
 
     /// Remove a task's entry when its future is dropped.
@@ -305,18 +341,21 @@ mod tests {
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(3);
         assert_eq!(tasks.shards.len(), 4);
-        let a = tasks.insert(1, waker.clone()).unwrap();
-        let b = tasks.insert(5, waker.clone()).unwrap();
+        let a = tasks.insert(1, waker.clone(), false).unwrap();
+        let b = tasks.insert(5, waker.clone(), false).unwrap();
         assert_eq!(a.shard, 1);
         assert_eq!(b.shard, 1, "hint is taken modulo the shard count");
         tasks.remove(a);
-        let c = tasks.insert(1, waker.clone()).unwrap();
+        let c = tasks.insert(1, waker.clone(), false).unwrap();
         assert_eq!(c, a, "a freed key is reused");
         tasks.wake(c);
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         let live = tasks.close_and_drain();
         assert_eq!(live.len(), 2);
-        assert!(tasks.insert(0, waker.clone()).is_none(), "closed registry");
+        assert!(
+            tasks.insert(0, waker.clone(), false).is_none(),
+            "closed registry"
+        );
         tasks.remove(b); // a no-op once closed
         tasks.wake(b); // likewise
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
@@ -328,7 +367,7 @@ mod tests {
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(1);
         let slots: Vec<Slot> = (0..2 * PAGE + 3)
-            .map(|_| tasks.insert(0, waker.clone()).unwrap())
+            .map(|_| tasks.insert(0, waker.clone(), false).unwrap())
             .collect();
         assert_eq!(slots.last().unwrap().key, 2 * PAGE + 2);
         tasks.wake(slots[PAGE + 1]);
@@ -339,12 +378,64 @@ mod tests {
         let mut seen = 0;
         tasks.for_each_waker_in(None, |_| seen += 1);
         assert_eq!(seen, 2 * PAGE);
-        let again = tasks.insert(0, waker.clone()).unwrap();
+        let again = tasks.insert(0, waker.clone(), false).unwrap();
         assert_eq!(
             again,
             slots[2 * PAGE + 1],
             "the last freed key is reused first"
         );
         assert_eq!(tasks.close_and_drain().len(), 2 * PAGE + 1);
+    }
+
+    #[test]
+    fn slots_pack_in_32_bits_below_unregistered() {
+        for shards in [1, 4, 8, 1 << 18] {
+            let tasks = OwnedTasks::new(shards);
+            let last_key = tasks.max_keys - 1;
+            for slot in [
+                Slot { shard: 0, key: 0 },
+                Slot {
+                    shard: shards - 1,
+                    key: 1,
+                },
+                Slot {
+                    shard: shards - 1,
+                    key: last_key,
+                },
+                Slot {
+                    shard: 0,
+                    key: last_key,
+                },
+            ] {
+                let word = tasks.pack(slot);
+                assert_ne!(word, OwnedTasks::UNREGISTERED, "{slot:?} of {shards}");
+                assert_eq!(tasks.unpack(word), slot);
+            }
+        }
+        assert_eq!(OwnedTasks::new(8).max_keys, (1 << 29) - 1);
+    }
+
+    #[test]
+    fn a_full_shard_passes_tasks_on_unless_pinned() {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let tasks = OwnedTasks::with_max_keys(4, 2);
+        let a = tasks.insert(3, waker.clone(), true).unwrap();
+        let b = tasks.insert(3, waker.clone(), false).unwrap();
+        assert_eq!((a.shard, b.shard), (3, 3));
+        assert!(
+            tasks.insert(3, waker.clone(), true).is_none(),
+            "pinned: refused"
+        );
+        let c = tasks.insert(3, waker.clone(), false).unwrap();
+        assert_eq!(c.shard, 0, "the next shard, wrapping around");
+        tasks.remove(a);
+        let d = tasks.insert(3, waker.clone(), true).unwrap();
+        assert_eq!(d, a, "a full shard still reuses a freed key");
+        for _ in 0..5 {
+            tasks.insert(1, waker.clone(), false).unwrap();
+        }
+        assert!(tasks.insert(2, waker.clone(), false).is_none(), "all full");
+        assert_eq!(tasks.close_and_drain().len(), 8);
     }
 }

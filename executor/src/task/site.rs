@@ -1,6 +1,6 @@
-//! Spawn sites: a task's `&'static Location` kept as a 16-bit index into one
+//! Spawn sites: a task's `&'static Location` kept as a 14-bit index into one
 //! process-wide table, so that a task's header holds its id and its spawn
-//! site in one word (`TaskHeader::ident`).
+//! site (and its kind) in one 8-byte field (`TaskHeader::ident`).
 //!
 //! # Invariants
 //!
@@ -20,8 +20,9 @@
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-/// Positions in the table: a power of two, so that a hash is masked.
-const SLOTS: usize = 1 << 14;
+/// Positions in the table: a power of two, so that a hash is masked; with
+/// `OVERFLOW`, an index takes 14 bits (`TaskHeader::ident`).
+const SLOTS: usize = 1 << 13;
 /// Sites stored at most: the table is kept at most three quarters full, so a
 /// probe stays short.
 const MAX_SITES: usize = SLOTS / 4 * 3;
@@ -39,7 +40,7 @@ static STORED: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn index_of(site: &'static Location<'static>) -> u16 {
     let wanted = site as *const Location<'static> as *mut Location<'static>;
     // Fibonacci hashing of the address (its low bits are alignment).
-    let mut i = ((wanted as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 50) as usize;
+    let mut i = ((wanted as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 51) as usize;
     loop {
         // Acquire pairs with the insert's Release: the location a stored
         // pointer names is `'static` data anyway; the pairing only makes

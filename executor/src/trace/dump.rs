@@ -135,19 +135,18 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         if !header.is_live_task() {
             return;
         }
-        let (scheduled, polls, born) = header.activity();
+        let (scheduled, polls) = header.activity();
         let state = match running.iter().position(|r| *r == Some(header.id())) {
             Some(worker) => TaskState::Running { worker },
             None if scheduled => TaskState::Scheduled,
             None => TaskState::Idle,
         };
-        let age_ticks = now.wrapping_sub(born);
         tasks.push(TaskInfo {
             id: header.id(),
             spawned_at: header.spawned_at(),
             state,
-            polls,
-            age: Duration::from_nanos(u64::from(age_ticks) * COARSE_TICK_NS),
+            polls: polls.into(),
+            age: Duration::from_nanos(u64::from(header.age(now)) * COARSE_TICK_NS),
         });
     });
     tasks.sort_by_key(|t| t.id);
