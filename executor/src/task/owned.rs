@@ -151,11 +151,10 @@ impl OwnedTasks {
     /// two so that a shard is picked with a mask).
     pub(crate) fn new(min_shards: usize) -> OwnedTasks {
         let n = min_shards.max(1).next_power_of_two();
-        let shard_bits = n.trailing_zeros();
-        // Keys 0..max_keys - 1 pack below `UNREGISTERED`: the largest,
-        // (2^(32 - b) - 2) << b | (2^b - 1), is 2^32 - 2^b - 1.
-        let max_keys = ((1u64 << (32 - shard_bits)) - 1) as usize;
-        Self::with_max_keys(n, max_keys)
+        // Keys 0..max_keys - 1 pack below `UNREGISTERED`: with b shard
+        // bits the largest, (2^(32 - b) - 2) << b | (2^b - 1), is
+        // 2^32 - 2^b - 1.
+        Self::with_max_keys(n, ((1u64 << (32 - n.trailing_zeros())) - 1) as usize)
     }
 
     /// `new`, with a smaller bound of keys per shard (the tests fill one).
