@@ -18,9 +18,7 @@ use super::blocking::BlockingTask;
 use super::registry::Registry;
 use super::worker::WorkerThread;
 use crate::context;
-use crate::task::{
-    cancel, note_waker, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId, TaskKind,
-};
+use crate::task::{cancel, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId, TaskKind};
 use async_task::{ScheduleInfo, WithInfo};
 use std::future::Future;
 use std::panic::Location;
@@ -149,7 +147,6 @@ impl Registry {
         let builder = async_task::Builder::new().metadata(TaskHeader::new(
             Arc::clone(self),
             id,
-            at,
             kind,
             self.clock().now(),
         ));
@@ -170,14 +167,16 @@ impl Registry {
             )
         };
         let handle = JoinHandle::new(task);
+        // SAFETY: a waker of this very task, whose runnable no other thread
+        // has seen yet (it is scheduled below).
+        let waker = unsafe { runnable.metadata().register_waker(runnable.waker(), at) };
         if self.is_shutting_down() {
             // Dropping the runnable drops the future: the handle reports
             // `cancelled`.
+            drop(waker);
             cancel(runnable);
             return handle;
         }
-        let waker = runnable.waker();
-        note_waker(&waker, runnable.metadata());
         match self
             .tasks()
             .insert(shard_hint, waker, kind == TaskKind::Local)

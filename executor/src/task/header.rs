@@ -15,21 +15,28 @@
 //!   stores, never a read-modify-write. Anyone may read it (the dump).
 //! * Every task's header lies at one fixed distance from its waker's data
 //!   pointer (`note_waker` checks it at every spawn), so the registry of
-//!   live tasks keeps one waker per task and finds the header from it.
-//! * The header is 28 bytes aligned to 4 (its two 8-byte fields are
-//!   `Align4`): async-task puts it after three words of its own and, with
-//!   its `std` feature, before a `bool`; 28 + 1 fits the 32 bytes that a
-//!   header of 32 would have needed alone, so the task is 8 bytes smaller
-//!   than with an 8-aligned header. No reference to an 8-byte field is ever
-//!   taken (the compiler forbids it): they are read by value.
+//!   live tasks finds the header from the waker it keeps.
+//! * The site word (kind and spawn site) is complete before the task is
+//!   first registered or scheduled (`register_waker`), and names a site
+//!   whose vtable is the task's wakers' own: the registry keeps the task's
+//!   waker as its data pointer alone and finds the vtable through this word
+//!   (`waker.rs`).
+//! * The header is 28 bytes aligned to 4 (its one 8-byte field, `owner`, is
+//!   `Align4`; the id is split in 32 + 16 bits): async-task puts it after
+//!   three words of its own and, with its `std` feature, before a `bool`;
+//!   28 + 1 fits the 32 bytes that a header of 32 would have needed alone,
+//!   so the task is 8 bytes smaller than with an 8-aligned header. No
+//!   reference to the 8-byte field is ever taken (the compiler forbids it):
+//!   it is read by value.
 
 use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use super::schedule::{Schedule, Scheduler};
 use super::site;
+use super::waker::TaskWaker;
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicIsize, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU16, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -47,14 +54,10 @@ const DONE: u32 = 1 << 1;
 const POLL_SHIFT: u32 = 2;
 const POLLS_MAX: u32 = (1 << 30) - 1;
 
-/// `TaskHeader::ident`: the task's id (`TaskId`, below 2^48) in the top 48
-/// bits, its kind in the next two, its spawn site's index
-/// (`site::index_of`, below 2^14) in the low 14.
-const SITE_BITS: u32 = 14;
-const KIND_SHIFT: u32 = SITE_BITS;
-const ID_SHIFT: u32 = 16;
-const BLOCKING: u64 = 1 << KIND_SHIFT;
-const LOCAL: u64 = 2 << KIND_SHIFT;
+/// `TaskHeader::site`: the task's kind in the top two bits, its spawn site's
+/// index (`site::index_of`) in the low 14 (`site::INDEX_MASK`).
+const BLOCKING: u16 = 1 << 14;
+const LOCAL: u16 = 2 << 14;
 
 /// What runs a task, kept in its header's flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,9 +88,17 @@ pub(crate) struct TaskHeader {
     /// The pool that owns the task (the scheduler's `Registry`): one strong
     /// count of its `Arc` (`Arc::into_raw`), given back by `drop`.
     owner: Align4<NonNull<Scheduler>>,
-    /// The task's id, kind and spawn site (see the constants): written at
-    /// spawn, never changed.
-    ident: Align4<u64>,
+    /// The task's id (below 2^48): its top 32 bits here, its low 16 in
+    /// `id_low`. Written at spawn, never changed.
+    id_high: u32,
+    id_low: u16,
+    /// The task's kind and its site (see the constants): the kind written
+    /// at spawn, the site once its waker is known (`register_waker`),
+    /// before any other thread sees the header; never changed after. An
+    /// atomic only so that it may be written through `&self`; relaxed loads
+    /// and stores suffice (the hand-off of the runnable orders them). Its
+    /// distance from the waker's data pointer is fixed (`waker.rs`).
+    site: AtomicU16,
     /// Where the task's waker is registered (`OwnedTasks::pack`), or
     /// `OwnedTasks::UNREGISTERED`; set once, before the first run.
     slot: AtomicU32,
@@ -111,16 +122,10 @@ unsafe impl Send for TaskHeader {}
 unsafe impl Sync for TaskHeader {}
 
 impl TaskHeader {
-    /// The header of a task of `owner`, spawned at `spawned_at` at the
-    /// coarse time `born` (`CoarseClock::now`).
+    /// The header of a task of `owner`, spawned at the coarse time `born`
+    /// (`CoarseClock::now`). Its site is set by `register_waker`.
     #[inline]
-    pub(crate) fn new(
-        owner: Arc<Scheduler>,
-        id: TaskId,
-        spawned_at: &'static Location<'static>,
-        kind: TaskKind,
-        born: u32,
-    ) -> TaskHeader {
+    pub(crate) fn new(owner: Arc<Scheduler>, id: TaskId, kind: TaskKind, born: u32) -> TaskHeader {
         let kind = match kind {
             TaskKind::Async => 0,
             TaskKind::Blocking => BLOCKING,
@@ -129,7 +134,9 @@ impl TaskHeader {
         TaskHeader {
             // SAFETY: `Arc::into_raw` never returns null.
             owner: Align4(unsafe { NonNull::new_unchecked(Arc::into_raw(owner).cast_mut()) }),
-            ident: Align4(id.as_u64() << ID_SHIFT | kind | u64::from(site::index_of(spawned_at))),
+            id_high: (id.as_u64() >> 16) as u32,
+            id_low: id.as_u64() as u16,
+            site: AtomicU16::new(kind | site::OVERFLOW),
             slot: AtomicU32::new(OwnedTasks::UNREGISTERED),
             state: AtomicU32::new((born >> 1) & BORN),
             activity: AtomicU32::new(0),
@@ -139,12 +146,49 @@ impl TaskHeader {
     /// The task's id.
     #[inline]
     pub(crate) fn id(&self) -> TaskId {
-        TaskId::from_u64(self.ident.get() >> ID_SHIFT).expect("a task id is never 0")
+        TaskId::from_u64(u64::from(self.id_high) << 16 | u64::from(self.id_low))
+            .expect("a task id is never 0")
+    }
+
+    /// The kind and site word (see the constants).
+    #[inline]
+    fn site_word(&self) -> u16 {
+        self.site.load(Ordering::Relaxed)
     }
 
     /// Where the task was spawned.
     pub(crate) fn spawned_at(&self) -> &'static Location<'static> {
-        site::location((self.ident.get() & ((1 << SITE_BITS) - 1)) as u16)
+        site::location(self.site_word() & site::INDEX_MASK)
+    }
+
+    /// Record the task's spawn site, `at` and the vtable of `waker`, and
+    /// turn `waker` into the one-word waker the registry keeps.
+    ///
+    /// # Safety
+    ///
+    /// `waker` wakes this header's task, and no other thread has seen the
+    /// header yet (its runnable was never scheduled).
+    ///
+    /// # Panics
+    ///
+    /// If async-task ever gave wakers whose data pointer is not at a fixed
+    /// distance from the header (see `note_waker`).
+    #[inline]
+    pub(crate) unsafe fn register_waker(
+        &self,
+        waker: Waker,
+        at: &'static Location<'static>,
+    ) -> TaskWaker {
+        note_waker(&waker, self);
+        let index = site::index_of(at, waker.vtable());
+        self.site.store(
+            self.site_word() & !site::INDEX_MASK | index,
+            Ordering::Relaxed,
+        );
+        // SAFETY: `site` is a field of this header, which lives in the
+        // allocation of the task `waker` wakes (our caller's contract) for as
+        // long as the task does, and is never changed again.
+        unsafe { TaskWaker::new(waker, &self.site) }
     }
 
     /// The pool that owns the task.
@@ -200,12 +244,12 @@ impl TaskHeader {
     /// True for a live task of the workers: not finished, not a blocking
     /// closure (the dump lists these).
     pub(crate) fn is_live_task(&self) -> bool {
-        self.ident.get() & BLOCKING == 0 && self.activity.load(Ordering::Relaxed) & DONE == 0
+        self.site_word() & BLOCKING == 0 && self.activity.load(Ordering::Relaxed) & DONE == 0
     }
 
     /// A `spawn_local` task.
     pub(crate) fn is_local(&self) -> bool {
-        self.ident.get() & LOCAL != 0
+        self.site_word() & LOCAL != 0
     }
 
     /// The future is gone: it completed, panicked or was cancelled.
@@ -300,7 +344,7 @@ static HEADER_FROM_WAKER: AtomicIsize = AtomicIsize::new(isize::MIN);
 /// If async-task ever gave wakers whose data pointer is not at a fixed
 /// distance from the header: a dependency upgrade that every spawn reports.
 #[inline]
-pub(crate) fn note_waker(waker: &Waker, header: &TaskHeader) {
+fn note_waker(waker: &Waker, header: &TaskHeader) {
     let distance = (header as *const TaskHeader as isize).wrapping_sub(waker.data() as isize);
     // Relaxed: every thread computes the same value; the first store wins a
     // race with an equal one.

@@ -18,7 +18,8 @@
 //! | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
 //! | `error.rs` | `JoinError` |
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
-//! | `site.rs` | spawn sites kept as 14-bit indexes into one process-wide table |
+//! | `site.rs` | spawn sites (a spawn call and its tasks' waker vtable) kept as 14-bit indexes into one process-wide table |
+//! | `waker.rs` | `TaskWaker`: a task's waker in one word, as the registry keeps it |
 //! | `clock.rs` | the coarse clock of task ages |
 //! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
 //! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
@@ -36,12 +37,13 @@ mod join_handle;
 mod owned;
 mod schedule;
 mod site;
+mod waker;
 
 pub use abort_handle::AbortHandle;
 pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};
 pub use error::JoinError;
 pub(crate) use future::{cancel, TaskFuture};
-pub(crate) use header::{note_waker, Runnable, TaskHeader, TaskKind};
+pub(crate) use header::{Runnable, TaskHeader, TaskKind};
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
 pub(crate) use owned::{OwnedTasks, Slot};

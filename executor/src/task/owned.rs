@@ -32,29 +32,84 @@
 //!   again: `is_closed` is set before the drain, and a task's poll checks
 //!   it first (`TaskFuture::poll`).
 
+use super::waker::TaskWaker;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
+use std::mem::ManuallyDrop;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Waker;
 
-#[derive(Debug)]
-enum Entry {
-    Occupied(Waker),
-    /// Free; holds the next free key (or `NONE`).
-    Vacant(usize),
-}
+/// A shard's entry, one word: a registered task's `TaskWaker` (whose word has
+/// bit 0 clear), or, free, `VACANT` and the next free key above it.
+#[repr(transparent)]
+struct Entry(usize);
+
+/// Set in a free entry.
+const VACANT: usize = 1;
 
 /// The end of the free list.
-const NONE: usize = usize::MAX;
+const NONE: usize = usize::MAX >> 1;
 
-/// Entries per page of a shard (16 KiB of wakers).
+impl Entry {
+    fn occupied(waker: TaskWaker) -> Entry {
+        let word = waker.into_word().get();
+        debug_assert_eq!(word & VACANT, 0);
+        Entry(word)
+    }
+
+    fn vacant(next: usize) -> Entry {
+        Entry(next << 1 | VACANT)
+    }
+
+    /// The next free key, if this entry is free.
+    fn next_free(&self) -> Option<usize> {
+        (self.0 & VACANT != 0).then_some(self.0 >> 1)
+    }
+
+    /// The waker, if the entry is occupied; it stays in the entry.
+    fn waker(&self) -> Option<ManuallyDrop<TaskWaker>> {
+        if self.0 & VACANT != 0 {
+            return None;
+        }
+        // SAFETY: an occupied entry's word came from `into_word` (nonzero);
+        // the copy is never dropped, so the entry keeps the reference.
+        Some(ManuallyDrop::new(unsafe {
+            TaskWaker::from_word(NonZeroUsize::new_unchecked(self.0))
+        }))
+    }
+
+    /// The waker, if the entry is occupied, taken out of it.
+    fn into_waker(self) -> Option<TaskWaker> {
+        let this = ManuallyDrop::new(self);
+        this.waker().map(ManuallyDrop::into_inner)
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        drop(Entry(self.0).into_waker());
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.next_free() {
+            Some(next) => write!(f, "Vacant({next})"),
+            None => f.write_str("Occupied"),
+        }
+    }
+}
+
+/// Entries per page of a shard (8 KiB of one-word wakers).
 const PAGE: usize = 1024;
 
 /// A shard's entries, in pages that never move: the first grows like a
 /// `Vec` up to `PAGE` entries (a pool with few tasks keeps a small one),
 /// every later one is allocated at `PAGE` entries at once. So a shard of n
 /// entries holds at most `PAGE - 1` unused ones, where one doubling `Vec`
-/// held up to n (100 000 tasks cost 21 bytes of registry each; now 16).
+/// held up to n (100 000 tasks cost 21 bytes of registry each, then 16
+/// with two-word wakers, now 8).
 #[derive(Debug)]
 struct Shard {
     pages: Vec<Vec<Entry>>,
@@ -95,15 +150,15 @@ impl Shard {
 
     /// Put `waker` in a free entry (the last freed first), or a new one;
     /// returns its key.
-    fn insert(&mut self, waker: Waker) -> usize {
+    fn insert(&mut self, waker: TaskWaker) -> usize {
         if self.free_head == NONE {
-            return self.push(Entry::Occupied(waker));
+            return self.push(Entry::occupied(waker));
         }
         let key = self.free_head;
-        match std::mem::replace(self.entry(key), Entry::Occupied(waker)) {
-            Entry::Vacant(next) => self.free_head = next,
-            Entry::Occupied(_) => unreachable!("free list points at an occupied entry"),
-        }
+        let old = std::mem::replace(self.entry(key), Entry::occupied(waker));
+        self.free_head = old
+            .next_free()
+            .expect("free list points at an occupied entry");
         key
     }
 
@@ -115,8 +170,8 @@ impl Shard {
     /// dropped once the lock is released.
     fn free(&mut self, key: usize) -> Entry {
         let free_head = self.free_head;
-        let old = std::mem::replace(self.entry(key), Entry::Vacant(free_head));
-        debug_assert!(matches!(old, Entry::Occupied(_)), "task removed twice");
+        let old = std::mem::replace(self.entry(key), Entry::vacant(free_head));
+        debug_assert!(old.next_free().is_none(), "task removed twice");
         self.free_head = key;
         old
     }
@@ -214,7 +269,7 @@ impl OwnedTasks {
     /// or, if that one is full and the task is not `pinned` to it, in the
     /// next shard with room. `None` once the registry is closed (the pool is
     /// shutting down), or if no shard it may use has room.
-    pub(crate) fn insert(&self, hint: usize, waker: Waker, pinned: bool) -> Option<Slot> {
+    pub(crate) fn insert(&self, hint: usize, waker: TaskWaker, pinned: bool) -> Option<Slot> {
         let first = self.shard_of(hint);
         let tries = if pinned { 1 } else { self.shards.len() };
         for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
@@ -276,10 +331,8 @@ impl OwnedTasks {
     /// may be another task than the one whose slot it was: see
     /// `TaskHeader::live_waker`).
     pub(crate) fn waker(&self, slot: Slot) -> Option<Waker> {
-        match self.shards[slot.shard].lock().get(slot.key) {
-            Some(Entry::Occupied(waker)) => Some(waker.clone()),
-            _ => None,
-        }
+        let shard = self.shards[slot.shard].lock();
+        shard.get(slot.key)?.waker().map(|w| w.with(Waker::clone))
     }
 
     /// Call `f` with the waker of every registered task (of shard `only`,
@@ -294,10 +347,8 @@ impl OwnedTasks {
         };
         for shard in shards {
             let shard = shard.lock();
-            for entry in shard.entries() {
-                if let Entry::Occupied(waker) = entry {
-                    f(waker);
-                }
+            for waker in shard.entries().filter_map(Entry::waker) {
+                waker.with(&mut f);
             }
         }
     }
@@ -311,10 +362,13 @@ impl OwnedTasks {
             let mut shard = shard.lock();
             shard.closed = true;
             shard.free_head = NONE;
-            wakers.extend(shard.pages.drain(..).flatten().filter_map(|e| match e {
-                Entry::Occupied(waker) => Some(waker),
-                Entry::Vacant(_) => None,
-            }));
+            wakers.extend(
+                shard
+                    .pages
+                    .drain(..)
+                    .flatten()
+                    .filter_map(|e| e.into_waker().map(TaskWaker::into_waker)),
+            );
         }
         wakers
     }
@@ -335,24 +389,42 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_is_one_word() {
+        assert_eq!(std::mem::size_of::<Entry>(), std::mem::size_of::<usize>());
+        assert_eq!(Entry::vacant(NONE).next_free(), Some(NONE));
+        let waker = Waker::from(Arc::new(CountWakes(AtomicUsize::new(0))));
+        assert!(Entry::occupied(TaskWaker::boxed(waker))
+            .next_free()
+            .is_none());
+    }
+
+    #[test]
     fn keys_are_reused_and_drain_returns_the_live_ones() {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(3);
         assert_eq!(tasks.shards.len(), 4);
-        let a = tasks.insert(1, waker.clone(), false).unwrap();
-        let b = tasks.insert(5, waker.clone(), false).unwrap();
+        let a = tasks
+            .insert(1, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
+        let b = tasks
+            .insert(5, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
         assert_eq!(a.shard, 1);
         assert_eq!(b.shard, 1, "hint is taken modulo the shard count");
         tasks.remove(a);
-        let c = tasks.insert(1, waker.clone(), false).unwrap();
+        let c = tasks
+            .insert(1, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
         assert_eq!(c, a, "a freed key is reused");
         tasks.wake(c);
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         let live = tasks.close_and_drain();
         assert_eq!(live.len(), 2);
         assert!(
-            tasks.insert(0, waker.clone(), false).is_none(),
+            tasks
+                .insert(0, TaskWaker::boxed(waker.clone()), false)
+                .is_none(),
             "closed registry"
         );
         tasks.remove(b); // a no-op once closed
@@ -366,7 +438,11 @@ mod tests {
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(1);
         let slots: Vec<Slot> = (0..2 * PAGE + 3)
-            .map(|_| tasks.insert(0, waker.clone(), false).unwrap())
+            .map(|_| {
+                tasks
+                    .insert(0, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
             .collect();
         assert_eq!(slots.last().unwrap().key, 2 * PAGE + 2);
         tasks.wake(slots[PAGE + 1]);
@@ -377,7 +453,9 @@ mod tests {
         let mut seen = 0;
         tasks.for_each_waker_in(None, |_| seen += 1);
         assert_eq!(seen, 2 * PAGE);
-        let again = tasks.insert(0, waker.clone(), false).unwrap();
+        let again = tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
         assert_eq!(
             again,
             slots[2 * PAGE + 1],
@@ -419,22 +497,39 @@ mod tests {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::with_max_keys(4, 2);
-        let a = tasks.insert(3, waker.clone(), true).unwrap();
-        let b = tasks.insert(3, waker.clone(), false).unwrap();
+        let a = tasks
+            .insert(3, TaskWaker::boxed(waker.clone()), true)
+            .unwrap();
+        let b = tasks
+            .insert(3, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
         assert_eq!((a.shard, b.shard), (3, 3));
         assert!(
-            tasks.insert(3, waker.clone(), true).is_none(),
+            tasks
+                .insert(3, TaskWaker::boxed(waker.clone()), true)
+                .is_none(),
             "pinned: refused"
         );
-        let c = tasks.insert(3, waker.clone(), false).unwrap();
+        let c = tasks
+            .insert(3, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
         assert_eq!(c.shard, 0, "the next shard, wrapping around");
         tasks.remove(a);
-        let d = tasks.insert(3, waker.clone(), true).unwrap();
+        let d = tasks
+            .insert(3, TaskWaker::boxed(waker.clone()), true)
+            .unwrap();
         assert_eq!(d, a, "a full shard still reuses a freed key");
         for _ in 0..5 {
-            tasks.insert(1, waker.clone(), false).unwrap();
+            tasks
+                .insert(1, TaskWaker::boxed(waker.clone()), false)
+                .unwrap();
         }
-        assert!(tasks.insert(2, waker.clone(), false).is_none(), "all full");
+        assert!(
+            tasks
+                .insert(2, TaskWaker::boxed(waker.clone()), false)
+                .is_none(),
+            "all full"
+        );
         assert_eq!(tasks.close_and_drain().len(), 8);
     }
 }
