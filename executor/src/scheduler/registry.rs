@@ -167,7 +167,8 @@ impl Registry {
                 sleep
             },
             io,
-            // Four shards per worker: outside spawns spread over them.
+            // Four shards per worker: each worker's own, and outside spawns
+            // spread over the rest (`Registry::outside_spawn`).
             tasks: OwnedTasks::new(4 * n),
             outside_stats: CachePadded::new(WorkerStats::default()),
             shutdown: ShutdownState::new(),

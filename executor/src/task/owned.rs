@@ -300,6 +300,12 @@ impl OwnedTasks {
         drop(old);
     }
 
+    /// How many shards there are (a power of two, at least the `min_shards`
+    /// asked for).
+    pub(crate) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
     /// The shard that `insert` picks for `hint`.
     pub(crate) fn shard_of(&self, hint: usize) -> usize {
         hint & (self.shards.len() - 1)
