@@ -19,11 +19,19 @@
 //! * No lock is held while a waker is woken or dropped: waking runs the
 //!   schedule function and dropping a task runs user destructors.
 //! * A worker removes the tasks of its own shard at once, and batches the
-//!   removals from other shards (`remove_many`): a task spawned on one
-//!   worker and finished on another costs the spawner's shard one lock
-//!   acquisition per batch, not one per task. Until its batch is flushed a
-//!   finished task keeps its entry (and so its allocation): at most
-//!   `REMOVAL_BATCH` per worker, and none once the worker goes idle.
+//!   removals from other shards (`remove_many`), which it hands back to
+//!   their shard: it appends the keys to the shard's `handed_back` list
+//!   (a lock of its own, on a line of its own) without touching the
+//!   entries, and the shard's next insert that finds no free key frees
+//!   them (`reclaim`), as does its worker when it goes idle. So a task
+//!   spawned on one worker and finished on another never makes the two
+//!   meet on the spawner's entries lock, and its entry's reference, often
+//!   the task's last, is dropped on the thread that spawned it, where its
+//!   allocation is freed into the allocator's cache of that thread. Until
+//!   then a finished task keeps its entry (and so its allocation): at most
+//!   `REMOVAL_BATCH` per worker not yet handed back, and at most
+//!   `HANDED_BACK_MAX` per shard handed back (a list that reaches it is
+//!   freed by the thread handing back, under the entries lock).
 //! * A slot packs in 32 bits (`pack`), so a shard has room for
 //!   2^(32 - shard bits) - 1 keys; a full shard passes a task on to the
 //!   next one with room, except a `spawn_local` task (`pinned`): its worker
@@ -100,6 +108,11 @@ impl std::fmt::Debug for Entry {
         }
     }
 }
+
+/// Keys a shard's `handed_back` list holds before the thread handing back
+/// frees them itself (bounds the finished tasks kept alive by a shard whose
+/// inserter is gone or busy elsewhere).
+const HANDED_BACK_MAX: usize = 1024;
 
 /// Entries per page of a shard (8 KiB of one-word wakers).
 const PAGE: usize = 1024;
@@ -185,9 +198,49 @@ pub(crate) struct Slot {
     pub(crate) key: usize,
 }
 
+/// A shard's entries and the keys handed back to it, each behind its own
+/// lock on its own cache line: the threads finishing the shard's tasks
+/// write only the second, its inserter mostly the first.
+#[derive(Debug)]
+struct ShardCell {
+    entries: CachePadded<Mutex<Shard>>,
+    handed_back: CachePadded<HandedBack>,
+}
+
+/// Keys of a shard's finished tasks that other threads removed
+/// (`remove_many`), for the shard's own inserter to free.
+#[derive(Debug, Default)]
+struct HandedBack {
+    keys: Mutex<Vec<usize>>,
+    /// `keys` is not empty: a hint, read without the lock by inserts (a
+    /// stale `false` only keeps finished tasks a while longer). Written
+    /// under the lock.
+    pending: AtomicBool,
+}
+
+impl ShardCell {
+    /// Free the keys handed back to this shard, whose entries lock the
+    /// caller holds as `shard`; returns their old entries, to be dropped
+    /// once that lock is released.
+    fn reclaim(&self, shard: &mut Shard) -> Vec<Entry> {
+        if !self.handed_back.pending.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let keys = {
+            let mut keys = self.handed_back.keys.lock();
+            self.handed_back.pending.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *keys)
+        };
+        if shard.closed {
+            return Vec::new(); // drained already
+        }
+        keys.into_iter().map(|key| shard.free(key)).collect()
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
-    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    shards: Box<[ShardCell]>,
     /// log2 of the shard count: a packed slot is `key << shard_bits | shard`.
     shard_bits: u32,
     /// Keys per shard: as many as a packed slot has room for, with
@@ -222,12 +275,13 @@ impl OwnedTasks {
             shard_bits: n.trailing_zeros(),
             max_keys,
             shards: (0..n)
-                .map(|_| {
-                    CachePadded::new(Mutex::new(Shard {
+                .map(|_| ShardCell {
+                    entries: CachePadded::new(Mutex::new(Shard {
                         pages: Vec::new(),
                         free_head: NONE,
                         closed: false,
-                    }))
+                    })),
+                    handed_back: CachePadded::default(),
                 })
                 .collect(),
             closed: AtomicBool::new(false),
@@ -273,16 +327,27 @@ impl OwnedTasks {
         let first = self.shard_of(hint);
         let tries = if pinned { 1 } else { self.shards.len() };
         for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
-            let mut shard = self.shards[shard_index].lock();
+            let cell = &self.shards[shard_index];
+            let mut shard = cell.entries.lock();
             if shard.closed {
                 break;
             }
+            let reclaimed = if shard.free_head == NONE {
+                cell.reclaim(&mut shard)
+            } else {
+                Vec::new()
+            };
             if shard.free_head == NONE && shard.len() >= self.max_keys {
+                drop(shard);
+                drop(reclaimed);
                 continue;
             }
+            let key = shard.insert(waker);
+            drop(shard);
+            drop(reclaimed); // the finished tasks' wakers, outside the lock
             return Some(Slot {
                 shard: shard_index,
-                key: shard.insert(waker),
+                key,
             });
         }
         drop(waker);
@@ -291,7 +356,7 @@ impl OwnedTasks {
 
     /// Remove a task's entry when its future is dropped.
     pub(crate) fn remove(&self, slot: Slot) {
-        let mut shard = self.shards[slot.shard].lock();
+        let mut shard = self.shards[slot.shard].entries.lock();
         if shard.closed {
             return;
         }
@@ -311,19 +376,44 @@ impl OwnedTasks {
         hint & (self.shards.len() - 1)
     }
 
-    /// Remove many entries, taking each shard's lock once; empties `slots`.
+    /// Remove many entries (a worker's batch from other workers' shards):
+    /// hand their keys back to their shards, one lock per shard, or, for a
+    /// shard whose list is full, free them here; empties `slots`.
     pub(crate) fn remove_many(&self, slots: &mut Vec<Slot>) {
         slots.sort_unstable_by_key(|s| s.shard);
-        let mut old = Vec::with_capacity(slots.len());
+        let mut old = Vec::new();
         for group in slots.chunk_by(|a, b| a.shard == b.shard) {
-            let mut shard = self.shards[group[0].shard].lock();
+            let cell = &self.shards[group[0].shard];
+            let keys = {
+                let mut keys = cell.handed_back.keys.lock();
+                keys.extend(group.iter().map(|slot| slot.key));
+                if keys.len() < HANDED_BACK_MAX {
+                    cell.handed_back.pending.store(true, Ordering::Relaxed);
+                    continue;
+                }
+                cell.handed_back.pending.store(false, Ordering::Relaxed);
+                std::mem::take(&mut *keys)
+            };
+            let mut shard = cell.entries.lock();
             if shard.closed {
                 continue;
             }
-            old.extend(group.iter().map(|slot| shard.free(slot.key)));
+            old.extend(keys.into_iter().map(|key| shard.free(key)));
         }
         slots.clear();
         drop(old); // the wakers, outside every lock
+    }
+
+    /// Free the keys handed back to `shard` (its worker, going idle).
+    pub(crate) fn reclaim(&self, shard: usize) {
+        let cell = &self.shards[shard];
+        if !cell.handed_back.pending.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut entries = cell.entries.lock();
+        let old = cell.reclaim(&mut entries);
+        drop(entries);
+        drop(old);
     }
 
     /// Wake the task in `slot`, if it is still registered (`abort`).
@@ -337,7 +427,7 @@ impl OwnedTasks {
     /// may be another task than the one whose slot it was: see
     /// `TaskHeader::live_waker`).
     pub(crate) fn waker(&self, slot: Slot) -> Option<Waker> {
-        let shard = self.shards[slot.shard].lock();
+        let shard = self.shards[slot.shard].entries.lock();
         shard.get(slot.key)?.waker().map(|w| w.with(Waker::clone))
     }
 
@@ -351,8 +441,8 @@ impl OwnedTasks {
             Some(i) => &self.shards[i..=i],
             None => &self.shards[..],
         };
-        for shard in shards {
-            let shard = shard.lock();
+        for cell in shards {
+            let shard = cell.entries.lock();
             for waker in shard.entries().filter_map(Entry::waker) {
                 waker.with(&mut f);
             }
@@ -364,9 +454,11 @@ impl OwnedTasks {
         // Before any waker is taken (see `is_closed`).
         self.closed.store(true, Ordering::SeqCst);
         let mut wakers = Vec::new();
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock();
+        for cell in self.shards.iter() {
+            let mut shard = cell.entries.lock();
             shard.closed = true;
+            // Their entries are drained below with the rest.
+            cell.handed_back.keys.lock().clear();
             shard.free_head = NONE;
             wakers.extend(
                 shard
@@ -455,6 +547,7 @@ mod tests {
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
         let mut gone = vec![slots[3], slots[PAGE], slots[2 * PAGE + 1]];
         tasks.remove_many(&mut gone);
+        tasks.reclaim(0); // as the shard's worker does when it goes idle
         assert!(tasks.waker(slots[PAGE]).is_none(), "removed");
         let mut seen = 0;
         tasks.for_each_waker_in(None, |_| seen += 1);
@@ -468,6 +561,120 @@ mod tests {
             "the last freed key is reused first"
         );
         assert_eq!(tasks.close_and_drain().len(), 2 * PAGE + 1);
+    }
+
+    #[test]
+    fn keys_handed_back_are_freed_by_the_shards_next_insert_that_needs_one() {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let tasks = OwnedTasks::new(2);
+        let slots: Vec<Slot> = (0..3)
+            .map(|_| {
+                tasks
+                    .insert(0, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
+            .collect();
+        let spare = tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
+        tasks.remove(spare); // on the free list at once
+        assert_eq!(
+            Arc::strong_count(&counter),
+            5,
+            "ours, the waker's, 3 entries"
+        );
+        let mut batch = slots.clone();
+        tasks.remove_many(&mut batch);
+        assert!(batch.is_empty());
+        assert_eq!(Arc::strong_count(&counter), 5, "handed back, not freed yet");
+        // The free list still has `spare`: this insert takes it and leaves
+        // the handed-back keys alone.
+        let a = tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
+        assert_eq!(a, spare);
+        assert_eq!(Arc::strong_count(&counter), 6);
+        // No free key left: this insert frees the three and reuses one.
+        let b = tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
+        assert!(slots.contains(&b), "{b:?} reuses a handed-back key");
+        assert_eq!(
+            Arc::strong_count(&counter),
+            4,
+            "three wakers dropped, one added"
+        );
+        let mut seen = 0;
+        tasks.for_each_waker_in(None, |_| seen += 1);
+        assert_eq!(seen, 2);
+    }
+
+    #[test]
+    fn a_worker_going_idle_and_a_full_list_free_the_keys_handed_back() {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let tasks = OwnedTasks::new(2);
+        let mut batch: Vec<Slot> = (0..5)
+            .map(|_| {
+                tasks
+                    .insert(1, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
+            .collect();
+        tasks.remove_many(&mut batch);
+        assert_eq!(Arc::strong_count(&counter), 7);
+        tasks.reclaim(1);
+        assert_eq!(
+            Arc::strong_count(&counter),
+            2,
+            "freed by the shard's worker"
+        );
+        let mut batch: Vec<Slot> = (0..HANDED_BACK_MAX)
+            .map(|_| {
+                tasks
+                    .insert(1, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
+            .collect();
+        tasks.remove_many(&mut batch);
+        assert_eq!(
+            Arc::strong_count(&counter),
+            2,
+            "a full list is freed by the thread handing it back"
+        );
+        let mut seen = 0;
+        tasks.for_each_waker_in(None, |_| seen += 1);
+        assert_eq!(seen, 0);
+    }
+
+    #[test]
+    fn keys_handed_back_before_shutdown_are_drained_once() {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let tasks = OwnedTasks::new(1);
+        let mut batch: Vec<Slot> = (0..4)
+            .map(|_| {
+                tasks
+                    .insert(0, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
+            .collect();
+        let live = tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .unwrap();
+        tasks.remove_many(&mut batch);
+        // Their futures are gone, but the entries wait for a reclaim: the
+        // drain takes them with the live one (waking a finished task is a
+        // no-op), and nothing frees them a second time after.
+        assert_eq!(tasks.close_and_drain().len(), 5);
+        assert_eq!(Arc::strong_count(&counter), 2);
+        tasks.reclaim(0);
+        tasks.remove(live);
+        assert!(tasks
+            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .is_none());
+        assert_eq!(Arc::strong_count(&counter), 2);
     }
 
     #[test]

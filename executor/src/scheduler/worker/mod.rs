@@ -428,8 +428,10 @@ impl WorkerThread {
                 return;
             }
             // Idle: search in rounds, get sleepy, sleep. An idle worker keeps
-            // no finished task alive.
+            // no finished task alive: not in its batch of removals, nor in
+            // the keys other workers handed back to its shard.
             self.flush_removals();
+            self.registry.tasks().reclaim(self.index);
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             // Out of work: readiness the driver holds is the likeliest next
             // work of a server, so look there once before searching rounds.
