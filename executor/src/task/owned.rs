@@ -486,6 +486,24 @@ mod tests {
         }
     }
 
+    /// Register `n` clones of `waker` with shard hint `hint`.
+    fn fill(tasks: &OwnedTasks, hint: usize, waker: &Waker, n: usize) -> Vec<Slot> {
+        (0..n)
+            .map(|_| {
+                tasks
+                    .insert(hint, TaskWaker::boxed(waker.clone()), false)
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// The registered entries.
+    fn registered(tasks: &OwnedTasks) -> usize {
+        let mut seen = 0;
+        tasks.for_each_waker_in(None, |_| seen += 1);
+        seen
+    }
+
     #[test]
     fn an_entry_is_one_word() {
         assert_eq!(std::mem::size_of::<Entry>(), std::mem::size_of::<usize>());
@@ -535,13 +553,7 @@ mod tests {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(1);
-        let slots: Vec<Slot> = (0..2 * PAGE + 3)
-            .map(|_| {
-                tasks
-                    .insert(0, TaskWaker::boxed(waker.clone()), false)
-                    .unwrap()
-            })
-            .collect();
+        let slots = fill(&tasks, 0, &waker, 2 * PAGE + 3);
         assert_eq!(slots.last().unwrap().key, 2 * PAGE + 2);
         tasks.wake(slots[PAGE + 1]);
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
@@ -549,9 +561,7 @@ mod tests {
         tasks.remove_many(&mut gone);
         tasks.reclaim(0); // as the shard's worker does when it goes idle
         assert!(tasks.waker(slots[PAGE]).is_none(), "removed");
-        let mut seen = 0;
-        tasks.for_each_waker_in(None, |_| seen += 1);
-        assert_eq!(seen, 2 * PAGE);
+        assert_eq!(registered(&tasks), 2 * PAGE);
         let again = tasks
             .insert(0, TaskWaker::boxed(waker.clone()), false)
             .unwrap();
@@ -568,13 +578,7 @@ mod tests {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(2);
-        let slots: Vec<Slot> = (0..3)
-            .map(|_| {
-                tasks
-                    .insert(0, TaskWaker::boxed(waker.clone()), false)
-                    .unwrap()
-            })
-            .collect();
+        let slots = fill(&tasks, 0, &waker, 3);
         let spare = tasks
             .insert(0, TaskWaker::boxed(waker.clone()), false)
             .unwrap();
@@ -605,9 +609,7 @@ mod tests {
             4,
             "three wakers dropped, one added"
         );
-        let mut seen = 0;
-        tasks.for_each_waker_in(None, |_| seen += 1);
-        assert_eq!(seen, 2);
+        assert_eq!(registered(&tasks), 2);
     }
 
     #[test]
@@ -615,13 +617,7 @@ mod tests {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(2);
-        let mut batch: Vec<Slot> = (0..5)
-            .map(|_| {
-                tasks
-                    .insert(1, TaskWaker::boxed(waker.clone()), false)
-                    .unwrap()
-            })
-            .collect();
+        let mut batch = fill(&tasks, 1, &waker, 5);
         tasks.remove_many(&mut batch);
         assert_eq!(Arc::strong_count(&counter), 7);
         tasks.reclaim(1);
@@ -630,22 +626,14 @@ mod tests {
             2,
             "freed by the shard's worker"
         );
-        let mut batch: Vec<Slot> = (0..HANDED_BACK_MAX)
-            .map(|_| {
-                tasks
-                    .insert(1, TaskWaker::boxed(waker.clone()), false)
-                    .unwrap()
-            })
-            .collect();
+        let mut batch = fill(&tasks, 1, &waker, HANDED_BACK_MAX);
         tasks.remove_many(&mut batch);
         assert_eq!(
             Arc::strong_count(&counter),
             2,
             "a full list is freed by the thread handing it back"
         );
-        let mut seen = 0;
-        tasks.for_each_waker_in(None, |_| seen += 1);
-        assert_eq!(seen, 0);
+        assert_eq!(registered(&tasks), 0);
     }
 
     #[test]
@@ -653,13 +641,7 @@ mod tests {
         let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
         let waker = Waker::from(counter.clone());
         let tasks = OwnedTasks::new(1);
-        let mut batch: Vec<Slot> = (0..4)
-            .map(|_| {
-                tasks
-                    .insert(0, TaskWaker::boxed(waker.clone()), false)
-                    .unwrap()
-            })
-            .collect();
+        let mut batch = fill(&tasks, 0, &waker, 4);
         let live = tasks
             .insert(0, TaskWaker::boxed(waker.clone()), false)
             .unwrap();
