@@ -53,6 +53,10 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock()
         }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
+        }
     }
 
     #[derive(Debug, Default)]
@@ -98,6 +102,10 @@ mod imp {
 
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("loom mutex poisoned")
+        }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
         }
     }
 

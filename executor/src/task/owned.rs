@@ -23,7 +23,11 @@
 //!   their shard: it appends the keys to the shard's `handed_back` list
 //!   (a lock of its own, on a line of its own) without touching the
 //!   entries, and the shard's next insert that finds no free key frees
-//!   them (`reclaim`), as does its worker when it goes idle. So a task
+//!   them (`reclaim`), as does its worker when it goes idle, and any worker
+//!   about to sleep for every shard whose entries lock is free
+//!   (`reclaim_idle`), so a pool that sleeps keeps no finished task alive
+//!   (short of a hand-back racing with the last worker's fall asleep:
+//!   `pending` is a relaxed hint). So a task
 //!   spawned on one worker and finished on another never makes the two
 //!   meet on the spawner's entries lock, and its entry's reference, often
 //!   the task's last, is dropped on the thread that spawned it, where its
@@ -404,6 +408,23 @@ impl OwnedTasks {
         drop(old); // the wakers, outside every lock
     }
 
+    /// Free the keys handed back to every shard whose entries lock is free
+    /// (a worker about to sleep: a shard whose lock is taken has an active
+    /// inserter, which frees them when it needs a key).
+    pub(crate) fn reclaim_idle(&self) {
+        for cell in self.shards.iter() {
+            if !cell.handed_back.pending.load(Ordering::Relaxed) {
+                continue;
+            }
+            let Some(mut entries) = cell.entries.try_lock() else {
+                continue;
+            };
+            let old = cell.reclaim(&mut entries);
+            drop(entries);
+            drop(old);
+        }
+    }
+
     /// Free the keys handed back to `shard` (its worker, going idle).
     pub(crate) fn reclaim(&self, shard: usize) {
         let cell = &self.shards[shard];
@@ -626,6 +647,23 @@ mod tests {
             2,
             "freed by the shard's worker"
         );
+        // A worker about to sleep frees what was handed back to any shard
+        // whose entries lock is free.
+        let mut earlier = fill(&tasks, 1, &waker, 3);
+        tasks.remove_many(&mut earlier);
+        let mut other = fill(&tasks, 0, &waker, 2);
+        tasks.remove_many(&mut other);
+        assert_eq!(Arc::strong_count(&counter), 7);
+        let busy = tasks.shards[0].entries.lock();
+        tasks.reclaim_idle();
+        assert_eq!(
+            Arc::strong_count(&counter),
+            4,
+            "shard 1 freed, busy shard 0 not"
+        );
+        drop(busy);
+        tasks.reclaim_idle();
+        assert_eq!(Arc::strong_count(&counter), 2);
         let mut batch = fill(&tasks, 1, &waker, HANDED_BACK_MAX);
         tasks.remove_many(&mut batch);
         assert_eq!(

@@ -260,8 +260,9 @@ impl WorkerThread {
         }
     }
 
-    /// Remove the collected finished tasks. The batch is taken out first:
-    /// dropping their wakers may free tasks, and so run user destructors.
+    /// Remove the collected finished tasks: hand them back to their shards
+    /// (`task/owned.rs`). The batch is taken out first: dropping their
+    /// wakers may free tasks, and so run user destructors.
     fn flush_removals(&self) {
         let mut batch = std::mem::take(&mut *self.removals.borrow_mut());
         if batch.is_empty() {
@@ -474,6 +475,12 @@ impl WorkerThread {
                 );
                 if self.traced && round != Round::Searched {
                     self.trace_round(round, start);
+                }
+                if round == Round::GotSleepy {
+                    // About to sleep: free what other workers handed back
+                    // to shards whose inserters are not busy, so that a
+                    // pool that sleeps keeps no finished task alive.
+                    self.registry.tasks().reclaim_idle();
                 }
                 // A sleep in the driver may end with I/O or timers ready.
                 let _ = self.wake_ready(&mut wakers);
