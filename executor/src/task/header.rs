@@ -14,8 +14,8 @@
 //!   the task's future, which async-task serializes: relaxed loads and
 //!   stores, never a read-modify-write. Anyone may read it (the dump).
 //! * Every task's header lies at one fixed distance from its waker's data
-//!   pointer (`note_waker` checks it at every spawn), so the registry of
-//!   live tasks finds the header from the waker it keeps.
+//!   pointer (`TaskWaker::new` checks its site word's at every spawn), so
+//!   the registry of live tasks finds the header from the waker it keeps.
 //! * The site word (kind and spawn site) is complete before the task is
 //!   first registered or scheduled (`register_waker`), and names a site
 //!   whose vtable is the task's wakers' own: the registry keeps the task's
@@ -33,10 +33,10 @@ use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use super::schedule::{Schedule, Scheduler};
 use super::site;
-use super::waker::TaskWaker;
+use super::waker::{site_word_distance, TaskWaker};
 use std::panic::Location;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicIsize, AtomicU16, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -172,14 +172,13 @@ impl TaskHeader {
     /// # Panics
     ///
     /// If async-task ever gave wakers whose data pointer is not at a fixed
-    /// distance from the header (see `note_waker`).
+    /// distance from the header (see `TaskWaker::new`).
     #[inline]
     pub(crate) unsafe fn register_waker(
         &self,
         waker: Waker,
         at: &'static Location<'static>,
     ) -> TaskWaker {
-        note_waker(&waker, self);
         let index = site::index_of(at, waker.vtable());
         self.site.store(
             self.site_word() & !site::INDEX_MASK | index,
@@ -262,7 +261,7 @@ impl TaskHeader {
     /// it never was registered.
     pub(super) fn live_waker(&self) -> Option<Waker> {
         let waker = self.owner().live_tasks().waker(self.slot()?)?;
-        // SAFETY: every registered waker was checked by `note_waker`
+        // SAFETY: every registered waker was made by `register_waker`
         // (`Registry::spawn_raw`), and the clone keeps its task alive while
         // the header is read. The slot may since have been reused by another
         // task: the comparison below says whether it is still ours (our
@@ -275,8 +274,9 @@ impl TaskHeader {
     /// The header of the task `waker` wakes, for a waker that `live_waker`
     /// returned.
     pub(super) fn of_live_waker(waker: &Waker) -> &TaskHeader {
-        // SAFETY: `live_waker` returned it, so `note_waker` checked it, and
-        // the caller's borrow of it keeps the task alive.
+        // SAFETY: `live_waker` returned it, so it was registered through
+        // `register_waker`, and the caller's borrow of it keeps the task
+        // alive.
         unsafe { header_of(waker) }
     }
 
@@ -329,49 +329,21 @@ impl Drop for TaskHeader {
     }
 }
 
-/// How far a task's header lies from its waker's data pointer: the same for
-/// every task (the header sits at a fixed place in async-task's allocation),
-/// learned from the first spawn, checked at every spawn (`note_waker`).
-/// `isize::MIN` until then.
-static HEADER_FROM_WAKER: AtomicIsize = AtomicIsize::new(isize::MIN);
-
-/// Check, before a task's waker is registered, that its header can be found
-/// from the waker (`header_of`): this lets the registry keep one waker per
-/// task, not a waker and a header pointer.
-///
-/// # Panics
-///
-/// If async-task ever gave wakers whose data pointer is not at a fixed
-/// distance from the header: a dependency upgrade that every spawn reports.
-#[inline]
-fn note_waker(waker: &Waker, header: &TaskHeader) {
-    let distance = (header as *const TaskHeader as isize).wrapping_sub(waker.data() as isize);
-    // Relaxed: every thread computes the same value; the first store wins a
-    // race with an equal one.
-    let known = HEADER_FROM_WAKER.load(Ordering::Relaxed);
-    if known != distance {
-        assert_eq!(
-            known,
-            isize::MIN,
-            "pool: async-task's waker no longer points at a fixed place in its task \
-             (the live-task dump relies on it)"
-        );
-        HEADER_FROM_WAKER.store(distance, Ordering::Relaxed);
-    }
-}
-
 /// The header of the task `waker` wakes.
 ///
 /// # Safety
 ///
-/// `waker` was checked by `note_waker` with its task's header, and is alive
-/// as long as the returned reference (it holds a reference to the task, so
-/// the header lives).
+/// `waker` wakes a task whose waker went through `register_waker` (so
+/// `TaskWaker::new` saw its site word at `site_word_distance`), and is
+/// alive as long as the returned reference (it holds a reference to the
+/// task, so the header lives).
 unsafe fn header_of(waker: &Waker) -> &TaskHeader {
-    let distance = HEADER_FROM_WAKER.load(Ordering::Relaxed);
-    // SAFETY: by the caller's contract `note_waker` saw this very waker with
-    // its header at this distance (and stored it, or found it stored), and
-    // the task's allocation does not move; the waker keeps it alive.
+    let distance = site_word_distance() - std::mem::offset_of!(TaskHeader, site) as isize;
+    // SAFETY: by the caller's contract the site word of this waker's task,
+    // the `site` field of its header, lies at `site_word_distance` from the
+    // data pointer, so the header starts `offset_of!(TaskHeader, site)`
+    // before it; the task's allocation does not move, and the waker keeps
+    // it alive.
     unsafe {
         &*(waker.data() as *const u8)
             .wrapping_offset(distance)
@@ -406,7 +378,7 @@ impl OwnedTasks {
     /// `for_each_live` over one shard, or all (`None`), with each waker.
     fn for_each_live_in(&self, shard: Option<usize>, mut f: impl FnMut(&TaskHeader, &Waker)) {
         self.for_each_waker_in(shard, |waker| {
-            // SAFETY: every registered waker was checked by `note_waker`
+            // SAFETY: every registered waker was made by `register_waker`
             // before `insert` (`Registry::spawn_raw`), and the registry's
             // entry, held under its shard's lock while `f` runs, keeps it and
             // its task alive while `f` reads the header.

@@ -22,8 +22,9 @@
 //!   both, for the registry's free entries (`owned.rs`).
 //! * The distance from a data pointer to its task's site word is the same
 //!   for every task (the header sits at a fixed place in async-task's
-//!   allocation): learned at the first compact waker, checked at every one
-//!   after, as `header.rs` checks its own (`note_waker`).
+//!   allocation): learned at the first task's `TaskWaker::new`, checked at
+//!   every one after, compact or boxed. `header.rs` finds a task's header
+//!   from its waker by the same distance (`site_word_distance`).
 
 use super::site;
 use std::mem::ManuallyDrop;
@@ -37,7 +38,7 @@ const BOXED: usize = 0b10;
 const TAG: usize = 0b11;
 
 /// How far a task's site word lies from its waker's data pointer; learned
-/// from the first compact waker. `isize::MIN` until then.
+/// from the first task's waker. `isize::MIN` until then.
 static SITE_FROM_DATA: AtomicIsize = AtomicIsize::new(isize::MIN);
 
 /// A task's waker in one word (see the module docs).
@@ -61,11 +62,6 @@ impl TaskWaker {
     /// spawn reports.
     pub(crate) unsafe fn new(waker: Waker, site_word: &AtomicU16) -> TaskWaker {
         let data = waker.data() as usize;
-        let index = site_word.load(Ordering::Relaxed) & site::INDEX_MASK;
-        let known_site = site::vtable(index).is_some_and(|v| std::ptr::eq(v, waker.vtable()));
-        if !known_site || data & TAG != 0 || data == 0 {
-            return TaskWaker::boxed(waker);
-        }
         let distance = (site_word as *const AtomicU16 as isize).wrapping_sub(data as isize);
         // Relaxed: every thread computes the same value; the first store
         // wins a race with an equal one.
@@ -75,9 +71,14 @@ impl TaskWaker {
                 known,
                 isize::MIN,
                 "pool: async-task's waker no longer points at a fixed place in its task \
-                 (the registry of live tasks relies on it)"
+                 (the registry of live tasks and the dump rely on it)"
             );
             SITE_FROM_DATA.store(distance, Ordering::Relaxed);
+        }
+        let index = site_word.load(Ordering::Relaxed) & site::INDEX_MASK;
+        let known_site = site::vtable(index).is_some_and(|v| std::ptr::eq(v, waker.vtable()));
+        if !known_site || data & TAG != 0 || data == 0 {
+            return TaskWaker::boxed(waker);
         }
         // The reference the waker held is now this word's.
         let waker = ManuallyDrop::new(waker);
@@ -141,7 +142,7 @@ impl TaskWaker {
             // two is dropped.
             return unsafe { std::ptr::read(boxed) };
         }
-        let distance = SITE_FROM_DATA.load(Ordering::Relaxed);
+        let distance = site_word_distance();
         // SAFETY: a compact word was made by `new` from a waker of a live
         // task (this word keeps it alive), whose site word lies at
         // `distance` (checked there, and the value is never changed once
@@ -155,6 +156,13 @@ impl TaskWaker {
             Waker::new(word as *const (), vtable)
         }
     }
+}
+
+/// How far the site word of a task registered through `TaskWaker::new`
+/// lies from its waker's data pointer (the same for every task).
+#[inline]
+pub(super) fn site_word_distance() -> isize {
+    SITE_FROM_DATA.load(Ordering::Relaxed)
 }
 
 impl Drop for TaskWaker {
