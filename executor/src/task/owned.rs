@@ -507,6 +507,14 @@ mod tests {
         }
     }
 
+    /// A waker that counts its wakes, and the count (its `Arc`, whose strong
+    /// count says how many clones are alive).
+    fn counting_waker() -> (Arc<CountWakes>, Waker) {
+        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        (counter, waker)
+    }
+
     /// Register `n` clones of `waker` with shard hint `hint`.
     fn fill(tasks: &OwnedTasks, hint: usize, waker: &Waker, n: usize) -> Vec<Slot> {
         (0..n)
@@ -537,8 +545,7 @@ mod tests {
 
     #[test]
     fn keys_are_reused_and_drain_returns_the_live_ones() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::new(3);
         assert_eq!(tasks.shards.len(), 4);
         let a = tasks
@@ -571,8 +578,7 @@ mod tests {
 
     #[test]
     fn keys_past_the_first_page_are_found_woken_and_drained() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::new(1);
         let slots = fill(&tasks, 0, &waker, 2 * PAGE + 3);
         assert_eq!(slots.last().unwrap().key, 2 * PAGE + 2);
@@ -596,8 +602,7 @@ mod tests {
 
     #[test]
     fn keys_handed_back_are_freed_by_the_shards_next_insert_that_needs_one() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::new(2);
         let slots = fill(&tasks, 0, &waker, 3);
         let spare = tasks
@@ -635,8 +640,7 @@ mod tests {
 
     #[test]
     fn a_worker_going_idle_and_a_full_list_free_the_keys_handed_back() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::new(2);
         let mut batch = fill(&tasks, 1, &waker, 5);
         tasks.remove_many(&mut batch);
@@ -676,8 +680,7 @@ mod tests {
 
     #[test]
     fn keys_handed_back_before_shutdown_are_drained_once() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::new(1);
         let mut batch = fill(&tasks, 0, &waker, 4);
         let live = tasks
@@ -727,8 +730,7 @@ mod tests {
 
     #[test]
     fn a_full_shard_passes_tasks_on_unless_pinned() {
-        let counter = Arc::new(CountWakes(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
+        let (counter, waker) = counting_waker();
         let tasks = OwnedTasks::with_max_keys(4, 2);
         let a = tasks
             .insert(3, TaskWaker::boxed(waker.clone()), true)
