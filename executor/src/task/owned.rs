@@ -730,7 +730,7 @@ mod tests {
 
     #[test]
     fn a_full_shard_passes_tasks_on_unless_pinned() {
-        let (counter, waker) = counting_waker();
+        let (_counter, waker) = counting_waker();
         let tasks = OwnedTasks::with_max_keys(4, 2);
         let a = tasks
             .insert(3, TaskWaker::boxed(waker.clone()), true)
