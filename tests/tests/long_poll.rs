@@ -1,7 +1,9 @@
 //! Work conservation: a task made runnable just before a long poll (spawned,
 //! woken, or yielding) starts on another, idle worker, instead of waiting
 //! for the poll to end. Each case fails above `LIMIT`, far below the poll's
-//! length and far above timing noise.
+//! length and far above timing noise. And the way it gets there: the first
+//! task after the pool slept is posted at once (the watcher, parked, rescues
+//! nothing), the ones after it wait in the LIFO slot for the watcher.
 
 use pool::Builder;
 use std::time::{Duration, Instant};
@@ -11,6 +13,9 @@ use tests::{wait_until_asleep, watchdog};
 const POLL: Duration = Duration::from_millis(200);
 /// The most a runnable task may wait while a worker sleeps.
 const LIMIT: Duration = Duration::from_millis(20);
+/// Long enough, after every worker fell asleep, for the watcher to see it
+/// and park: it looks at least every millisecond.
+const WATCHER_PARKS: Duration = Duration::from_millis(100);
 
 fn busy(d: Duration) {
     let until = Instant::now() + d;
@@ -26,12 +31,22 @@ enum Case {
     Yield,
     /// The spawn and the long poll inside a `block_on` on a worker.
     BlockOnSpawn,
+    /// Two children spawned, then the long poll: the first is posted, the
+    /// second waits in the LIFO slot for the watcher (the delay is the
+    /// second's).
+    SpawnTwo,
+}
+
+/// Once `asleep`: every worker asleep and the watcher parked.
+fn wait_until_parked(p: &pool::Pool) {
+    wait_until_asleep(p);
+    std::thread::sleep(WATCHER_PARKS);
 }
 
 /// How long the other task waited, on an idle pool of `workers`.
 fn delay(workers: usize, case: Case) -> Duration {
     let p = Builder::new().worker_threads(workers).build().unwrap();
-    wait_until_asleep(&p);
+    wait_until_parked(&p);
     let d = match case {
         Case::Spawn => p.block_on(p.spawn(async {
             let made_runnable = Instant::now();
@@ -42,7 +57,7 @@ fn delay(workers: usize, case: Case) -> Duration {
         Case::Wake => {
             let (tx, rx) = futures::channel::oneshot::channel::<Instant>();
             let waiter = p.spawn(async move { rx.await.unwrap().elapsed() });
-            wait_until_asleep(&p);
+            wait_until_parked(&p);
             p.block_on(p.spawn(async move {
                 tx.send(Instant::now()).unwrap();
                 busy(POLL);
@@ -68,14 +83,24 @@ fn delay(workers: usize, case: Case) -> Duration {
                 child.await.unwrap()
             })
         })),
+        Case::SpawnTwo => p.block_on(p.spawn(async {
+            let first = pool::spawn(async {});
+            let made_runnable = Instant::now();
+            let second = pool::spawn(async move { made_runnable.elapsed() });
+            busy(POLL);
+            first.await.unwrap();
+            second.await.unwrap()
+        })),
     };
     let d = d.unwrap();
-    if matches!(case, Case::Spawn | Case::Wake | Case::BlockOnSpawn) {
-        assert_eq!(
-            p.metrics().rescued,
-            1,
-            "{case:?}: the watcher rescued the task"
-        );
+    let rescued = p.metrics().rescued;
+    match case {
+        Case::Spawn | Case::Wake | Case::BlockOnSpawn => assert_eq!(
+            rescued, 0,
+            "{case:?}: the first task after the pool slept is posted, not left for the watcher"
+        ),
+        Case::SpawnTwo => assert_eq!(rescued, 1, "{case:?}: the watcher rescued the second"),
+        Case::Yield => {}
     }
     d
 }
@@ -84,7 +109,13 @@ fn delay(workers: usize, case: Case) -> Duration {
 fn a_runnable_task_never_waits_behind_a_long_poll_while_a_worker_sleeps() {
     watchdog("long poll", 60, || {
         for workers in [2, 4] {
-            for case in [Case::Spawn, Case::Wake, Case::Yield, Case::BlockOnSpawn] {
+            for case in [
+                Case::Spawn,
+                Case::Wake,
+                Case::Yield,
+                Case::BlockOnSpawn,
+                Case::SpawnTwo,
+            ] {
                 let d = delay(workers, case);
                 assert!(
                     d < LIMIT,

@@ -17,8 +17,11 @@
 //!
 //! The watcher costs nothing while the pool sleeps, nor while no worker uses
 //! its LIFO slot: it parks when every worker is asleep (`sleep::WatcherPark`), and
-//! a worker that puts a task into its LIFO slot unparks it (one load of the
-//! `parked` flag per put, a system call only when it is parked). Woken
+//! a worker about to put a task into its LIFO slot unparks it (one load of
+//! the `parked` flag per put, a system call only when it is parked). That
+//! first task after the pool slept is posted instead of put: waiting for the
+//! watcher's first look would cost two cross-thread wakes (the watcher's,
+//! then the sleeper's it injects for) where posting costs one. Woken
 //! workers and tasks that come through the injector or the deques never
 //! need it. While it runs it looks every `MIN_TICK` after it woke up or
 //! last rescued a task, `BACKOFF` times longer after each look that

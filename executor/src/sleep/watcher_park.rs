@@ -7,17 +7,29 @@
 //! # Invariants
 //!
 //! * The watcher parks only after it saw every worker counted sleeping,
-//!   *after* it announced itself parked (`parked`, SeqCst). A worker that
-//!   puts into its LIFO slot was taken off `sleeping` (a SeqCst
-//!   read-modify-write, by its waker, which happened before it ran) and
-//!   reads `parked` (SeqCst) after the put (`needed`). In the single order of
-//!   the SeqCst operations either the watcher's read of the counters comes
-//!   after that decrement (it does not park) or the worker's read of
-//!   `parked` comes after the watcher's store (it unparks the watcher): a
-//!   task never sits in a LIFO slot behind a long poll with the watcher
-//!   parked. (This argument rests on seq-cst accesses alone, with no fence
-//!   on the LIFO put's hot path; loom treats seq-cst accesses as
-//!   acquire/release, so it is argued here, not model-checked.)
+//!   *after* it announced itself parked (`parked`, SeqCst). A worker about
+//!   to put into its LIFO slot was taken off `sleeping` (a SeqCst
+//!   read-modify-write, by its waker, which happened before it ran), and
+//!   stays off it while the slot holds a task (it runs that task next). It
+//!   reads `parked` (SeqCst) before the put (`unparked_for_put`). In the
+//!   single order of the SeqCst operations either the watcher's read of the
+//!   counters comes after that decrement (it does not park) or the worker's
+//!   read of `parked` comes after the watcher's store (it unparks the
+//!   watcher, and posts this task instead of putting it): a task never sits
+//!   in a LIFO slot behind a long poll with the watcher parked. (This
+//!   argument rests on seq-cst accesses alone, with no fence on the LIFO
+//!   put's hot path; loom treats seq-cst accesses as acquire/release, so it
+//!   is argued here, not model-checked.)
+//! * A put that finds the watcher parked does not wait for it: the pool was
+//!   asleep until just now, so the watcher's first look would come after
+//!   two cross-thread wakes (its own, then the sleeper's it injects for).
+//!   The worker unparks the watcher, for the puts after this one, and posts
+//!   the task instead (its deque, `new_internal_jobs`: the model-checked way
+//!   to post work), which wakes a sleeper at once. In that order: posting
+//!   first started a spawned task sooner but made a woken one's start
+//!   bimodal (0.1 or 0.8-1.5 ms), and so did leaving the watcher parked
+//!   until a second put (docs/BENCHMARKS.md, "The first put after the pool
+//!   slept is posted").
 //! * In a pool with a stall handler, every wake of a sleeping worker
 //!   unparks the watcher too (`worker_woke`, from `Sleep::sleeper_left`, the
 //!   one place a worker leaves `sleeping`). The argument is the LIFO put's,
@@ -59,14 +71,18 @@ pub(crate) struct WatcherPark {
 }
 
 impl WatcherPark {
-    /// A worker just put a task into its LIFO slot, which may need a rescue
-    /// soon: unpark the watcher if it is parked (urgently: its first look
-    /// comes after its fastest tick).
+    /// A worker is about to put a task into its LIFO slot, which may need a
+    /// rescue soon. If the watcher is parked, unpark it (urgently: its first
+    /// look comes after its fastest tick) and return true: the worker posts
+    /// this task instead of putting it (see the module invariants).
     #[inline]
-    pub(crate) fn needed(&self) {
+    pub(crate) fn unparked_for_put(&self) -> bool {
         // SeqCst: see the module invariant.
         if self.parked.load(Ordering::SeqCst) {
             self.unpark(true);
+            true
+        } else {
+            false
         }
     }
 

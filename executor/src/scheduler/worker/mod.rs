@@ -140,7 +140,11 @@ impl WorkerThread {
     ///   as the current task returns. If that poll runs long, the watcher
     ///   moves it to the injector, which posts it. The task it displaces
     ///   goes onto the deque, where others can steal it, so that push
-    ///   tickles.
+    ///   tickles. The exception is the first such task after the pool
+    ///   slept, which finds the watcher parked: it is posted like a yield
+    ///   (one wake, of a sleeper, instead of two, of the watcher and then of
+    ///   a sleeper, if the poll after it is long), and the watcher is
+    ///   unparked for the tasks after it (`WatcherPark::unparked_for_put`).
     /// * A task woken by I/O or a timer that this worker's driver poll
     ///   found goes to the back of the deque; the whole batch is posted as
     ///   internal jobs when the poll's wakers have all been woken.
@@ -149,11 +153,10 @@ impl WorkerThread {
         if let Some(n) = self.io_batch.get() {
             self.worker.push(runnable);
             self.io_batch.set(Some(n + 1));
-        } else if info.woken_while_running {
+        } else if info.woken_while_running || self.registry.sleep().watcher().unparked_for_put() {
             self.push_stealable(runnable);
         } else {
             let displaced = self.info().lifo.put(runnable);
-            self.registry.sleep().watcher().needed();
             if let Some(displaced) = displaced {
                 self.push_stealable(displaced);
             }
