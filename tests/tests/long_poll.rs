@@ -37,7 +37,7 @@ enum Case {
     SpawnTwo,
 }
 
-/// Once `asleep`: every worker asleep and the watcher parked.
+/// Wait until every worker sleeps, then long enough for the watcher to park.
 fn wait_until_parked(p: &pool::Pool) {
     wait_until_asleep(p);
     std::thread::sleep(WATCHER_PARKS);
