@@ -339,9 +339,12 @@ fn the_trace_is_json_with_a_lane_per_worker_and_an_event_per_poll() {
                     wait_until_asleep(&pool);
                 }
             }
-            // A block_on on a worker.
+            // A block_on on a worker, which waits: its task is pending on a
+            // timer (a task ready at once may be stolen and finished by the
+            // other worker before the first poll of its handle, when the
+            // spawn finds the watcher parked and posts it).
             pool.block_on(pool.spawn(async {
-                pool::block_on(pool::spawn(async {})).unwrap();
+                pool::block_on(pool::spawn(pool::time::sleep(Duration::from_millis(10)))).unwrap();
             }))
             .unwrap();
             pool.join(|| (), || ());
