@@ -1,12 +1,14 @@
 //! The sleep manager: when idle workers fall asleep and who wakes them.
 //!
 //! This is Rayon's protocol (RFC 0005, `rayon-core/src/sleep`), adapted to an
-//! async pool. The full description, with the proof sketch for its three
-//! seq-cst fences, is in `README.md` beside this file
+//! async pool. The full description, with the proof sketch for its five
+//! seq-cst fences (three here: the finder's, the sleeper's and the
+//! poster's; two in `watcher_park.rs`), is in `README.md` beside this file
 //! (`executor/src/sleep/README.md`); names there are names here.
 //!
-//! This is the lowest floor of the crate: nothing here imports anything
-//! outside `sleep/` but the leaf modules `sync` (the loom shim) and `unwind`.
+//! This is floor 1, the lowest above the leaves: nothing here imports
+//! anything outside `sleep/` but the floor-0 leaves `sync` (the loom shim)
+//! and `unwind`.
 //! What the floors above need to know of a sleep (the I/O driver a sleeper
 //! blocks in, the timeline that notes who woke whom) comes in through the
 //! traits [`Park`] and [`WakeNote`].

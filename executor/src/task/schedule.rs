@@ -34,7 +34,7 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 }
 
 /// Names the scheduler's type for this floor: implemented once, by the
-/// scheduler, for [`Bound`] (`scheduler/spawn.rs`).
+/// scheduler, for [`Bound`] (`scheduler/registry.rs`).
 pub(crate) trait Binding {
     /// The type that owns tasks: the scheduler's `Registry`.
     type Scheduler: Schedule;
