@@ -10,7 +10,7 @@
 //!   after stopping and joining the threads it had started (`Pool::start`).
 
 use crate::pool::Pool;
-use crate::scheduler::{invalid_input, Config};
+use crate::scheduler::{invalid_input, Config, Look};
 use crate::trace::stall::{StallConfig, StallWatch};
 use crate::trace::Stall;
 use std::fmt;
@@ -332,7 +332,8 @@ impl Builder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn build(self) -> io::Result<Pool> {
-        let Builder { mut config, stall } = self;
+        let Builder { config, stall } = self;
+        let mut look: Option<Box<dyn Look>> = None;
         if let Some(stall) = stall {
             if stall.threshold < MIN_STALL_THRESHOLD {
                 return Err(invalid_input(format!(
@@ -341,9 +342,9 @@ impl Builder {
                     stall.threshold
                 )));
             }
-            config.look = Some(Box::new(StallWatch::new(stall)));
+            look = Some(Box::new(StallWatch::new(stall)));
         }
-        Pool::start(config)
+        Pool::start(config, look)
     }
 }
 

@@ -151,7 +151,7 @@ where
     F::Output: Send + 'static,
 {
     let at = std::panic::Location::caller();
-    context::with_current(|registry| registry.spawn(future, at))
+    context::with_current_worker(|registry, worker| registry.spawn_on(future, at, worker))
 }
 
 /// Spawn a `!Send` future as a task pinned to this worker thread: it only

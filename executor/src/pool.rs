@@ -10,7 +10,7 @@
 use crate::context::Entered;
 use crate::handle::Handle;
 use crate::scheduler::block_on::block_on;
-use crate::scheduler::{self, Config, Metrics, Threads};
+use crate::scheduler::{self, Config, Look, Metrics, Threads};
 use crate::task::JoinHandle;
 use crate::trace::TaskInfo;
 use std::fmt;
@@ -46,9 +46,10 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// Start a pool with `config` (`Builder::build`).
-    pub(crate) fn start(config: Config) -> io::Result<Pool> {
-        let (registry, threads) = scheduler::start(config)?;
+    /// Start a pool with `config` and the watcher's `look`, the stall
+    /// detector (`Builder::build`).
+    pub(crate) fn start(config: Config, look: Option<Box<dyn Look>>) -> io::Result<Pool> {
+        let (registry, threads) = scheduler::start(config, look)?;
         Ok(Pool {
             handle: Handle { registry },
             threads,
@@ -69,7 +70,7 @@ impl Pool {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new() -> io::Result<Pool> {
-        Pool::start(Config::new())
+        Pool::start(Config::new(), None)
     }
 
     /// Spawn a task onto this pool. It starts running at once, on a worker;

@@ -376,3 +376,404 @@ fn the_checker_sees_imports_and_ignores_comments_and_strings() {
     );
     assert!(!code_only("let x = \"thread_local!\";").contains("thread_local!"));
 }
+
+/// The segments of every path in a use tree starting at `s` (just past
+/// `crate::`, `super::` or a child module's `name::`): `a::b::{c, d::e}`
+/// gives `[a, b, c]` and `[a, b, d, e]`. A path stops at a segment that is
+/// not a plain name (`*`, `self`).
+fn use_tree_paths(s: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut prefix = Vec::new();
+    let mut rest = s;
+    loop {
+        let r = rest.trim_start();
+        if let Some(group) = r.strip_prefix('{') {
+            // Split the group at its top-level commas.
+            let mut level = 0;
+            let mut start = 0;
+            for (k, c) in group.char_indices() {
+                match c {
+                    '{' => level += 1,
+                    '}' if level == 0 => {
+                        for item in [&group[start..k]] {
+                            for mut p in use_tree_paths(item) {
+                                let mut full = prefix.clone();
+                                full.append(&mut p);
+                                out.push(full);
+                            }
+                        }
+                        return out;
+                    }
+                    '}' => level -= 1,
+                    ',' if level == 0 => {
+                        for mut p in use_tree_paths(&group[start..k]) {
+                            let mut full = prefix.clone();
+                            full.append(&mut p);
+                            out.push(full);
+                        }
+                        start = k + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return out;
+        }
+        let name = ident(r);
+        if name.is_empty() || name == "self" {
+            if !prefix.is_empty() {
+                out.push(prefix);
+            }
+            return out;
+        }
+        prefix.push(name.to_string());
+        match r[name.len()..].strip_prefix("::") {
+            Some(more) => rest = more,
+            None => {
+                out.push(prefix);
+                return out;
+            }
+        }
+    }
+}
+
+/// The file-level import graph of `executor/src` (models excluded): an
+/// edge from a file to every file whose item it names, a name re-exported
+/// by a `mod.rs` followed to the file that defines it.
+struct ImportGraph {
+    files: Vec<Vec<String>>,
+    edges: Vec<std::collections::BTreeSet<usize>>,
+}
+
+impl ImportGraph {
+    fn read() -> ImportGraph {
+        let root = src_dir();
+        let mut paths = Vec::new();
+        rust_files(&root, &root, &mut paths);
+        paths.retain(|p| !p.starts_with("models"));
+        let files: Vec<Vec<String>> = paths.iter().map(|p| module_path(p)).collect();
+        let codes: Vec<String> = paths
+            .iter()
+            .map(|p| code_only(&std::fs::read_to_string(root.join(p)).unwrap()))
+            .collect();
+        // Each file's re-exports: (name as seen from outside, full path).
+        let reexports: Vec<Vec<(String, Vec<String>)>> = (0..files.len())
+            .map(|i| {
+                let mut out = Vec::new();
+                for line in Self::statements(&codes[i]) {
+                    let Some(body) = Self::is_reexport(&line) else {
+                        continue;
+                    };
+                    let body = body.trim_end_matches(';');
+                    for path in Self::paths_from(&files, &files[i], body) {
+                        // `a::b::{X as Y}`: the alias is what callers name.
+                        let last = path.last().unwrap().clone();
+                        let alias = body
+                            .split(&format!("{last} as "))
+                            .nth(1)
+                            .map(|a| ident(a).to_string())
+                            .unwrap_or(last);
+                        out.push((alias, path));
+                    }
+                }
+                out
+            })
+            .collect();
+        let mut graph = ImportGraph {
+            edges: vec![Default::default(); files.len()],
+            files,
+        };
+        for (i, code) in codes.iter().enumerate() {
+            let me = graph.files[i].clone();
+            // A re-export is no use of what it names: whoever imports
+            // through it is led to the defining file (`resolve`).
+            let code = &Self::without_reexports(code);
+            let depth = inline_module_depth(code);
+            let b = code.as_bytes();
+            let mut targets = Vec::new();
+            for (at, _) in code.match_indices("crate::") {
+                if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b'$') {
+                    continue;
+                }
+                targets.extend(use_tree_paths(&code[at + "crate::".len()..]));
+            }
+            for (at, _) in code.match_indices("super::") {
+                if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
+                    continue;
+                }
+                let mut rest = &code[at..];
+                let mut climbs: usize = 0;
+                while let Some(r) = rest.strip_prefix("super::") {
+                    climbs += 1;
+                    rest = r;
+                }
+                let climbs = climbs.saturating_sub(depth[at]);
+                if climbs == 0 {
+                    continue;
+                }
+                let base = &me[..me.len().saturating_sub(climbs)];
+                for p in use_tree_paths(rest) {
+                    targets.push(base.iter().cloned().chain(p).collect());
+                }
+            }
+            // A child module named from its parent (`use search::X`, `search::f()`).
+            for (j, child) in graph.files.iter().enumerate() {
+                if child.len() != me.len() + 1 || !child.starts_with(&me) {
+                    continue;
+                }
+                let name = format!("{}::", child.last().unwrap());
+                for (at, _) in code.match_indices(&name) {
+                    if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
+                        continue;
+                    }
+                    let _ = j;
+                    for p in use_tree_paths(&code[at..]) {
+                        targets.push(me.iter().cloned().chain(p).collect());
+                    }
+                }
+            }
+            // A module imported by name (`use crate::context;`): its uses
+            // (`context::budget()`) name what they reach, through its
+            // re-exports.
+            let mut more = Vec::new();
+            let mut named_modules = Vec::new();
+            for t in &targets {
+                let is_module = graph.files.iter().any(|f| f == t);
+                let Some(alias) = t.last().filter(|_| is_module && *t != me) else {
+                    continue;
+                };
+                let name = format!("{alias}::");
+                for (at, _) in code.match_indices(&name) {
+                    if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
+                        continue;
+                    }
+                    for p in use_tree_paths(&code[at + name.len()..]) {
+                        more.push(t.iter().cloned().chain(p).collect());
+                        named_modules.push(t.clone());
+                    }
+                }
+            }
+            targets.retain(|t| !named_modules.contains(t));
+            for t in targets.into_iter().chain(more) {
+                if let Some(j) = graph.resolve(&reexports, &t, 0) {
+                    if j != i {
+                        graph.edges[i].insert(j);
+                    }
+                }
+            }
+        }
+        graph
+    }
+
+    /// The body of a `pub use` (any visibility) on this line, if it is one.
+    fn is_reexport(line: &str) -> Option<&str> {
+        let line = line.trim_start();
+        let rest = line.strip_prefix("pub")?;
+        let rest = match rest.strip_prefix('(') {
+            Some(r) => &r[r.find(')')? + 1..],
+            None => rest,
+        };
+        rest.trim_start().strip_prefix("use ")
+    }
+
+    /// `code` with every re-export statement (to its `;`) blanked out.
+    fn without_reexports(code: &str) -> String {
+        let mut out = code.as_bytes().to_vec();
+        let mut at = 0;
+        for line in code.split_inclusive('\n') {
+            if Self::is_reexport(line).is_some() {
+                let end = code[at..].find(';').map_or(code.len(), |n| at + n + 1);
+                for c in &mut out[at..end] {
+                    if *c != b'\n' {
+                        *c = b' ';
+                    }
+                }
+            }
+            at += line.len();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The code's lines, a re-export that spans several joined onto one.
+    fn statements(code: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut open: Option<String> = None;
+        for line in code.lines() {
+            match open.as_mut() {
+                Some(s) => s.push_str(line.trim()),
+                None => open = Some(line.trim().to_string()),
+            }
+            let s = open.as_ref().unwrap();
+            if Self::is_reexport(s).is_none() || s.ends_with(';') {
+                out.push(open.take().unwrap());
+            }
+        }
+        out
+    }
+
+    /// The paths a `use` body names, relative to `me` when they start with a
+    /// child module or `super`.
+    fn paths_from(files: &[Vec<String>], me: &[String], body: &str) -> Vec<Vec<String>> {
+        let body = body.trim();
+        if let Some(rest) = body.strip_prefix("crate::") {
+            return use_tree_paths(rest);
+        }
+        let mut base = me.to_vec();
+        let mut rest = body;
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        let first = ident(rest);
+        let mut child = base.clone();
+        child.push(first.to_string());
+        if base.len() < me.len() || files.contains(&child) {
+            return use_tree_paths(rest)
+                .into_iter()
+                .map(|p| base.iter().cloned().chain(p).collect())
+                .collect();
+        }
+        Vec::new() // an external crate
+    }
+
+    /// The file that defines what `path` (from the crate root) names.
+    fn resolve(
+        &self,
+        reexports: &[Vec<(String, Vec<String>)>],
+        path: &[String],
+        hops: usize,
+    ) -> Option<usize> {
+        let (n, file) = (0..=path.len())
+            .rev()
+            .find_map(|n| Some((n, self.files.iter().position(|f| f[..] == path[..n])?)))?;
+        if hops < 8 {
+            if let Some(next) = path.get(n) {
+                if let Some((_, target)) = reexports[file].iter().find(|(a, _)| a == next) {
+                    let mut full = target.clone();
+                    full.extend_from_slice(&path[n + 1..]);
+                    if let Some(j) = self.resolve(reexports, &full, hops + 1) {
+                        return Some(j);
+                    }
+                }
+            }
+        }
+        Some(file)
+    }
+
+    fn name(&self, i: usize) -> String {
+        match self.files[i].as_slice() {
+            [] => "lib.rs".to_string(),
+            f => {
+                let folder = src_dir().join(f.join("/"));
+                if folder.is_dir() {
+                    format!("{}/mod.rs", f.join("/"))
+                } else {
+                    format!("{}.rs", f.join("/"))
+                }
+            }
+        }
+    }
+
+    /// The strongly connected components of more than one file (Tarjan).
+    fn circles(&self) -> Vec<Vec<usize>> {
+        struct Tarjan<'a> {
+            g: &'a ImportGraph,
+            index: Vec<Option<usize>>,
+            low: Vec<usize>,
+            on_stack: Vec<bool>,
+            stack: Vec<usize>,
+            next: usize,
+            out: Vec<Vec<usize>>,
+        }
+        impl Tarjan<'_> {
+            fn visit(&mut self, v: usize) {
+                self.index[v] = Some(self.next);
+                self.low[v] = self.next;
+                self.next += 1;
+                self.stack.push(v);
+                self.on_stack[v] = true;
+                for &w in &self.g.edges[v] {
+                    match self.index[w] {
+                        None => {
+                            self.visit(w);
+                            self.low[v] = self.low[v].min(self.low[w]);
+                        }
+                        Some(iw) if self.on_stack[w] => self.low[v] = self.low[v].min(iw),
+                        Some(_) => {}
+                    }
+                }
+                if Some(self.low[v]) == self.index[v] {
+                    let mut scc = Vec::new();
+                    loop {
+                        let w = self.stack.pop().unwrap();
+                        self.on_stack[w] = false;
+                        scc.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    if scc.len() > 1 {
+                        self.out.push(scc);
+                    }
+                }
+            }
+        }
+        let n = self.files.len();
+        let mut t = Tarjan {
+            g: self,
+            index: vec![None; n],
+            low: vec![0; n],
+            on_stack: vec![false; n],
+            stack: Vec::new(),
+            next: 0,
+            out: Vec::new(),
+        };
+        for v in 0..n {
+            if t.index[v].is_none() {
+                t.visit(v);
+            }
+        }
+        t.out.sort_by_key(|c| std::cmp::Reverse(c.len()));
+        t.out
+    }
+}
+
+/// The largest set of files that import each other (directly or around a
+/// circle) is the scheduler's core, at most `MAX_CIRCLE` files: a file
+/// that joins it must be read with all the others to be understood.
+const MAX_CIRCLE: usize = 8;
+
+#[test]
+fn the_largest_import_circle_is_the_core() {
+    let g = ImportGraph::read();
+    let circles = g.circles();
+    let shown: Vec<Vec<String>> = circles
+        .iter()
+        .map(|c| {
+            let mut names: Vec<String> = c.iter().map(|&i| g.name(i)).collect();
+            names.sort();
+            names
+        })
+        .collect();
+    eprintln!("import circles of executor/src: {shown:#?}");
+    let largest = shown.first().map_or(0, Vec::len);
+    // Who imports whom inside the largest circle: where to cut it.
+    let mut edges = String::new();
+    if let Some(circle) = circles.first() {
+        for &i in circle {
+            let mut to: Vec<String> = g.edges[i]
+                .iter()
+                .filter(|j| circle.contains(j))
+                .map(|&j| g.name(j))
+                .collect();
+            to.sort();
+            writeln!(edges, "  {} -> {}", g.name(i), to.join(", ")).unwrap();
+        }
+    }
+    assert!(
+        largest <= MAX_CIRCLE,
+        "executor/src has a circle of {largest} files that import each other (at most \
+         {MAX_CIRCLE}): {:?}. Move what the others need into a leaf file of its own. \
+         Its imports:\n{edges}",
+        shown[0]
+    );
+}

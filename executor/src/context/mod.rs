@@ -6,6 +6,12 @@
 //! never do: what a lower floor needs of a thread (the deadlock handler's
 //! mark, the timeline's tag) is handed to it by the scheduler.
 //!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the cells that name the scheduler's types: the current worker, the entered pool, the pool a blocking or tokio thread serves, `block_on`'s cached signal; `task_id` |
+//! | `cells.rs` | the cells of plain data: a blocking thread's task, outside spawns' shard and ids, the deadlock handler's mark, the timeline tag, the cooperative budget |
+//! | `current.rs` | `with_current`, `with_current_worker`, `try_current`, `io_driver`: the current pool, with the global pool's fallback |
+//!
 //! # The current pool
 //!
 //! Innermost first: the pool entered on this thread (`ENTERED`): by the
@@ -31,22 +37,25 @@
 //!   have a `const` initializer and no destructor: an access is one load of
 //!   the thread pointer, no lazy-initialization check.
 
+mod cells;
+mod current;
+
+pub(crate) use cells::{
+    budget, forbid_in_deadlock_handler, outside_spawn, replace_budget, run_deadlock_handler,
+    set_timeline_tag, spend_budget, timeline_tag, with_blocking_task,
+};
+pub(crate) use current::{io_driver, try_current, with_current, with_current_worker};
+
 use crate::scheduler::block_on::Signal;
-use crate::scheduler::global;
-use crate::scheduler::{Driver, Registry, WorkerThread};
+use crate::scheduler::{Registry, WorkerThread};
 use crate::task::TaskId;
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
-/// Spreads the threads that spawn from outside over the live-task
-/// registry's shards (`outside_spawn`).
-static NEXT_OUTSIDE_THREAD: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// The worker whose main loop runs on this thread.
@@ -59,31 +68,6 @@ thread_local! {
     /// The pool this thread serves: its blocking thread's, or the pool of
     /// a tokio thread it runs (`tokio-compat`).
     static BLOCKING_POOL: RefCell<Option<Arc<Registry>>> = const { RefCell::new(None) };
-
-    /// The task whose closure this blocking thread runs (workers publish
-    /// theirs in their stats instead: no thread-local access per poll).
-    static BLOCKING_TASK: Cell<Option<TaskId>> = const { Cell::new(None) };
-
-    /// For spawns from a thread that is not a worker: a shard of the
-    /// live-task registry (each outside thread keeps to one, and threads
-    /// spread over them) and this thread's block of task ids (the next one
-    /// and the block's end). One thread-local serves both (its access is a
-    /// call in a position-independent executable).
-    static OUTSIDE_SPAWNS: (usize, Cell<(u64, u64)>) =
-        (NEXT_OUTSIDE_THREAD.fetch_add(1, Ordering::Relaxed), Cell::new((0, 0)));
-
-    /// True while this thread runs a deadlock handler.
-    static IN_DEADLOCK_HANDLER: Cell<bool> = const { Cell::new(false) };
-
-    /// For a traced pool's threads: (the timeline's address, this thread's
-    /// tag in it), so a waker can note who woke a worker
-    /// (`scheduler/timeline.rs`).
-    static TIMELINE_TAG: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
-
-    /// The cooperative budget of the task (or `block_on` future) being
-    /// polled on this thread: operations left in this poll, or
-    /// `coop::UNCONSTRAINED` outside one (`scheduler/coop.rs`).
-    static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
 
     /// This thread's `block_on` signal, while no `block_on` borrows it.
     /// (Under loom, model threads share one OS thread and so its
@@ -118,7 +102,7 @@ pub(crate) fn leave_worker() {
     WORKER.with(|w| w.set(ptr::null()));
 }
 
-fn entered<'a>() -> Option<&'a Arc<Registry>> {
+pub(super) fn entered<'a>() -> Option<&'a Arc<Registry>> {
     let p = ENTERED.with(Cell::get);
     // SAFETY: non-null only while `Entered::poll` polls its future on this
     // thread, and it points at the registry of the `Pool` that the enclosing
@@ -126,36 +110,9 @@ fn entered<'a>() -> Option<&'a Arc<Registry>> {
     unsafe { p.as_ref() }
 }
 
-/// The entered pool, else this worker's pool.
-fn running_pool<'a>() -> Option<&'a Arc<Registry>> {
-    entered().or_else(|| worker().map(|w| w.registry()))
-}
-
-/// Run `f` with the current pool (see the module docs).
-///
-/// # Panics
-///
-/// If the current pool is the global pool and it cannot start.
-#[inline]
-pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
-    if let Some(registry) = running_pool() {
-        return f(registry);
-    }
-    if let Some(registry) = BLOCKING_POOL.with(|b| b.borrow().clone()) {
-        return f(&registry);
-    }
-    f(global::global())
-}
-
-/// The current pool, or `None` where that would be the global pool and it
-/// has not started yet.
-pub(crate) fn try_current() -> Option<Arc<Registry>> {
-    if let Some(registry) = running_pool() {
-        return Some(Arc::clone(registry));
-    }
-    BLOCKING_POOL
-        .with(|b| b.borrow().clone())
-        .or_else(|| global::try_global().cloned())
+/// The pool this (blocking or tokio) thread serves, if any.
+pub(super) fn blocking_pool() -> Option<Arc<Registry>> {
+    BLOCKING_POOL.with(|b| b.borrow().clone())
 }
 
 /// Is worker `w`'s pool the current pool (no other pool entered by a
@@ -163,11 +120,6 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
 #[inline]
 pub(crate) fn current_is_worker_pool(w: &WorkerThread) -> bool {
     entered().is_none_or(|r| Arc::ptr_eq(r, w.registry()))
-}
-
-/// The current pool's I/O driver, for a new socket or timer.
-pub(crate) fn io_driver() -> Arc<Driver> {
-    with_current(|registry| Arc::clone(registry.io_driver()))
 }
 
 pin_project! {
@@ -282,82 +234,8 @@ pub(crate) fn leave_thread_pool() {
 pub fn task_id() -> Option<TaskId> {
     match worker() {
         Some(worker) => worker.stats().running_task(),
-        None => BLOCKING_TASK.with(Cell::get),
+        None => cells::blocking_task(),
     }
-}
-
-/// Make `id` the current task of this (blocking) thread for the length of
-/// `f`: one closure.
-pub(crate) fn with_blocking_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
-    let outer = BLOCKING_TASK.with(|c| c.replace(Some(id)));
-    let r = f();
-    BLOCKING_TASK.with(|c| c.set(outer));
-    r
-}
-
-/// For a spawn from a thread that is not a worker: the live-task registry
-/// shard this thread keeps to, and a task id from this thread's block.
-pub(crate) fn outside_spawn() -> (usize, TaskId) {
-    OUTSIDE_SPAWNS.with(|(hint, ids)| (*hint, TaskId::next_in(ids)))
-}
-
-/// Run a deadlock handler with this thread marked as running one (also if
-/// it panics: its panic is caught by the detector above).
-pub(crate) fn run_deadlock_handler(handler: &(dyn Fn() + Send + Sync)) {
-    struct Unmark;
-    impl Drop for Unmark {
-        fn drop(&mut self) {
-            IN_DEADLOCK_HANDLER.with(|h| h.set(false));
-        }
-    }
-    IN_DEADLOCK_HANDLER.with(|h| h.set(true));
-    let _unmark = Unmark;
-    handler();
-}
-
-/// Panic if this thread is running a deadlock handler: `what` would lock the
-/// state the handler already holds.
-pub(crate) fn forbid_in_deadlock_handler(what: &str) {
-    if IN_DEADLOCK_HANDLER.with(Cell::get) {
-        panic!(
-            "pool::{what}() called from the deadlock handler: the handler runs while the \
-             pool's deadlock state is locked, so it must not call mark_blocked() or \
-             mark_unblocked(); unblock the waiting worker instead (send it a message)"
-        );
-    }
-}
-
-/// This thread's cooperative budget (`scheduler/coop.rs`).
-#[inline]
-pub(crate) fn budget() -> u32 {
-    BUDGET.with(Cell::get)
-}
-
-/// Set this thread's cooperative budget; returns the one it replaces.
-#[inline]
-pub(crate) fn replace_budget(budget: u32) -> u32 {
-    BUDGET.with(|b| b.replace(budget))
-}
-
-/// Spend one unit of this thread's cooperative budget, if it is limited.
-#[inline]
-pub(crate) fn spend_budget() {
-    BUDGET.with(|b| {
-        let left = b.get();
-        if left != u32::MAX {
-            b.set(left.saturating_sub(1));
-        }
-    });
-}
-
-/// This thread's timeline tag: (the timeline's address, the tag).
-pub(crate) fn timeline_tag() -> (usize, u32) {
-    TIMELINE_TAG.with(Cell::get)
-}
-
-/// Set this thread's timeline tag.
-pub(crate) fn set_timeline_tag(tag: (usize, u32)) {
-    TIMELINE_TAG.with(|t| t.set(tag));
 }
 
 /// Borrow this thread's cached `block_on` signal (none under loom).

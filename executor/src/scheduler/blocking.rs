@@ -19,6 +19,7 @@
 //!   nothing is queued any more (a late closure is dropped at once, which
 //!   cancels it).
 
+use super::config::BlockingConfig;
 use super::registry::Registry;
 use crate::context;
 use crate::task::{cancel, Runnable};
@@ -29,16 +30,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread;
-use std::time::{Duration, Instant};
-
-/// The settings of a blocking pool (from the `Builder`).
-#[derive(Clone, Debug)]
-pub(crate) struct BlockingConfig {
-    pub(crate) max_threads: usize,
-    pub(crate) keep_alive: Duration,
-    pub(crate) thread_name: String,
-    pub(crate) stack_size: Option<usize>,
-}
+use std::time::Instant;
 
 #[derive(Default)]
 struct State {

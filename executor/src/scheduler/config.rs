@@ -8,8 +8,6 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
-use super::blocking::BlockingConfig;
-use super::watcher::Look;
 use crate::sleep::{DeadlockHandler, THREADS_MAX};
 use std::io;
 use std::path::PathBuf;
@@ -29,7 +27,17 @@ const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 /// How long a blocking thread waits for work before it exits, by default.
 const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-/// A pool's settings (the `Builder`'s, one field per setter).
+/// The settings of a blocking pool (from the `Builder`).
+#[derive(Clone, Debug)]
+pub(crate) struct BlockingConfig {
+    pub(crate) max_threads: usize,
+    pub(crate) keep_alive: Duration,
+    pub(crate) thread_name: String,
+    pub(crate) stack_size: Option<usize>,
+}
+
+/// A pool's settings (the `Builder`'s, one field per setter but
+/// `on_stall`, whose detector the watcher runs: `start` takes it apart).
 pub(crate) struct Config {
     /// `None`: one worker per available CPU.
     pub(crate) worker_threads: Option<usize>,
@@ -40,9 +48,6 @@ pub(crate) struct Config {
     pub(crate) deadlock_handler: Option<DeadlockHandler>,
     /// The blocking pool's settings, the thread name prefix among them.
     pub(crate) blocking: BlockingConfig,
-    /// What the watcher runs at each look besides its rescues (the stall
-    /// detector, `Builder::on_stall`).
-    pub(crate) look: Option<Box<dyn Look>>,
     /// `Builder::trace`: where to write the timeline.
     pub(crate) trace: Option<PathBuf>,
 }
@@ -62,7 +67,6 @@ impl Config {
                 thread_name: DEFAULT_THREAD_NAME.to_string(),
                 stack_size: None,
             },
-            look: None,
             trace: None,
         }
     }

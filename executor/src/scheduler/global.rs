@@ -7,7 +7,8 @@
 
 use super::config::Config;
 use super::registry::Registry;
-use super::start::{start, Threads};
+use super::start::start;
+use super::threads::Threads;
 use std::sync::{Arc, OnceLock};
 
 /// The environment variable that sets the global pool's worker count.
@@ -34,7 +35,7 @@ pub(crate) fn global() -> &'static Arc<Registry> {
             config.worker_threads = worker_threads_from_env();
             let trace = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty());
             config.trace = trace.clone().map(Into::into);
-            let pool = start(config)
+            let pool = start(config, None)
                 .unwrap_or_else(|e| panic!("pool: the global pool failed to start: {e}"));
             if trace.is_some() {
                 // The global pool is never dropped: write its trace at exit.

@@ -28,12 +28,12 @@ use super::driver::Driver;
 use super::job::JobRef;
 use super::lifo::LifoSlot;
 use super::metrics::{Metrics, WorkerStats};
-use super::shutdown::{self, ShutdownState};
+use super::shutdown_state::ShutdownState;
 use super::timeline::Timeline;
-use super::worker::WorkerThread;
+use super::worker::{steal_one, WorkerThread};
 use crate::context;
 use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
-use crate::task::{self, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
+use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::AtomicU64;
@@ -316,7 +316,7 @@ impl Registry {
             // Nobody is left to wake. If shutdown already drained the
             // injector, drain it here (see `ShutdownState::late_push`).
             if self.shutdown.late_push() {
-                shutdown::drain_queues(self);
+                self.drain_queues();
             }
             return;
         }
@@ -346,6 +346,32 @@ impl Registry {
             // it to, the runnable must still not be dropped on this thread
             // (its future is not `Send`): leak it.
             Err(runnable) => std::mem::forget(runnable),
+        }
+    }
+
+    /// Drop every runnable in the injector and in the deques and LIFO slots
+    /// of workers that did not exit in time (through their stealers):
+    /// shutdown's step 5, and a push that landed after it.
+    pub(super) fn drain_queues(&self) {
+        loop {
+            let mut dropped_any = false;
+            while let Some(runnable) = steal_one(|| self.injector.steal()) {
+                cancel(runnable);
+                dropped_any = true;
+            }
+            for w in self.workers.iter() {
+                if let Some(runnable) = w.lifo.take() {
+                    cancel(runnable);
+                    dropped_any = true;
+                }
+                while let Some(runnable) = steal_one(|| w.stealer.steal()) {
+                    cancel(runnable);
+                    dropped_any = true;
+                }
+            }
+            if !dropped_any {
+                break;
+            }
         }
     }
 

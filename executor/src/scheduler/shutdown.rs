@@ -30,83 +30,20 @@
 //!   no waker anywhere.
 //! * No runnable pushed after step 1 outlives the shutdown: a push into the
 //!   injector that lands after step 5 drained it is drained by its pusher
-//!   (`ShutdownState::late_push`, one fence on each side).
+//!   (`ShutdownState::late_push`, one fence on each side;
+//!   `shutdown_state.rs`).
 //! * A pool dropped inside one of its own tasks does not wait for the worker
 //!   running that task: it exits when the task returns.
 
 use super::driver::IoDriver;
 use super::registry::Registry;
-use super::start::Threads;
-use super::worker::steal_one;
+use super::threads::Threads;
 use crate::context;
-use crate::sync::{fence, AtomicBool, Ordering};
 use crate::task::cancel;
-use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 use std::task::Waker;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// What every spawn and injection reads of a shutdown, and what the workers
-/// report to it.
-#[derive(Debug)]
-pub(crate) struct ShutdownState {
-    shutting_down: AtomicBool,
-    /// Set once step 5 has drained the queues.
-    drained: AtomicBool,
-    /// Workers that have left their main loop, for a bounded wait. (Not
-    /// part of the sleep protocol, so plain `parking_lot`.)
-    exited: Mutex<usize>,
-    exited_cond: Condvar,
-}
-
-impl ShutdownState {
-    pub(super) fn new() -> ShutdownState {
-        ShutdownState {
-            shutting_down: AtomicBool::new(false),
-            drained: AtomicBool::new(false),
-            exited: Mutex::new(0),
-            exited_cond: Condvar::new(),
-        }
-    }
-
-    #[inline]
-    pub(super) fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::SeqCst)
-    }
-
-    /// A push into the injector landed after shutdown began: must its pusher
-    /// drain the queues itself? The fence pairs with the one in
-    /// `drop_unfinished_tasks`: either step 5's last drain sees the push, or
-    /// this load sees `drained`.
-    pub(super) fn late_push(&self) -> bool {
-        fence(Ordering::SeqCst);
-        self.drained.load(Ordering::SeqCst)
-    }
-
-    /// A worker left its main loop.
-    pub(super) fn worker_exited(&self) {
-        *self.exited.lock() += 1;
-        self.exited_cond.notify_one();
-    }
-
-    /// Wait until `expected` workers have exited, or until `deadline`. True
-    /// if they all did.
-    fn wait_for_exits(&self, expected: usize, deadline: Option<Instant>) -> bool {
-        let mut exited = self.exited.lock();
-        while *exited < expected {
-            match deadline {
-                None => self.exited_cond.wait(&mut exited),
-                Some(d) => {
-                    if self.exited_cond.wait_until(&mut exited, d).timed_out() {
-                        return *exited >= expected;
-                    }
-                }
-            }
-        }
-        true
-    }
-}
 
 /// Shut down the pool of `registry`, whose threads are `threads`, waiting
 /// at most `timeout` for workers and blocking closures that are busy.
@@ -117,10 +54,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     let deadline = timeout.map(|t| Instant::now() + t);
 
     // 1. Refuse new work and stop everyone.
-    registry
-        .shutdown_state()
-        .shutting_down
-        .store(true, Ordering::SeqCst);
+    registry.shutdown_state().begin();
     registry.sleep().watcher().stop();
     registry.blocking().begin_shutdown();
     for (index, w) in registry.workers().iter().enumerate() {
@@ -171,44 +105,13 @@ fn drop_unfinished_tasks(registry: &Registry) {
         waker.wake();
     }
     registry.blocking().drain().into_iter().for_each(cancel);
-    drain_queues(registry);
-    registry
-        .shutdown_state()
-        .drained
-        .store(true, Ordering::SeqCst);
-    // Pairs with the fence of `ShutdownState::late_push`: a push this drain
-    // missed is drained by its pusher.
-    fence(Ordering::SeqCst);
-    drain_queues(registry);
+    registry.drain_queues();
+    registry.shutdown_state().drained();
+    registry.drain_queues();
     // Sockets and timers that outlive the pool: their waits fail (or, for
     // timers, complete) from now on. Their wakers belong to tasks of other
     // pools or to outside threads (this pool's tasks are gone).
     let mut wakers = Vec::new();
     registry.io().shut_down(&mut wakers);
     wakers.into_iter().for_each(Waker::wake);
-}
-
-/// Drop every runnable in the injector and in the deques and LIFO slots of
-/// workers that did not exit in time (through their stealers).
-pub(super) fn drain_queues(registry: &Registry) {
-    loop {
-        let mut dropped_any = false;
-        while let Some(runnable) = steal_one(|| registry.injector().steal()) {
-            cancel(runnable);
-            dropped_any = true;
-        }
-        for w in registry.workers() {
-            if let Some(runnable) = w.lifo.take() {
-                cancel(runnable);
-                dropped_any = true;
-            }
-            while let Some(runnable) = steal_one(|| w.stealer.steal()) {
-                cancel(runnable);
-                dropped_any = true;
-            }
-        }
-        if !dropped_any {
-            break;
-        }
-    }
 }

@@ -36,13 +36,36 @@ impl Registry {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let local = self.local_worker();
+        self.spawn_on(future, at, self.local_worker())
+    }
+
+    /// `spawn`, from `local`, this thread's worker if it is one of this
+    /// pool's (as `context::with_current_worker` found it): the one lookup
+    /// of the current worker on a spawn's path.
+    #[inline]
+    pub(crate) fn spawn_on<F>(
+        self: &Arc<Self>,
+        future: F,
+        at: &'static Location<'static>,
+        local: Option<&WorkerThread>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        debug_assert!(local.is_none_or(|w| std::ptr::eq(&**w.registry(), &**self)));
         self.count(local, |s| &s.spawned, 1);
         let (shard_hint, id) = match local {
             Some(w) => (w.index(), w.next_task_id()),
             None => self.outside_spawn(),
         };
-        self.spawn_with(future, schedule_task, shard_hint, (id, at, TaskKind::Async))
+        self.spawn_with(
+            future,
+            schedule_task,
+            shard_hint,
+            (id, at, TaskKind::Async),
+            local,
+        )
     }
 
     /// Spawn `future`, which need not be `Send`, pinned to `worker`, the
@@ -79,6 +102,7 @@ impl Registry {
                 move |runnable: Runnable, _: ScheduleInfo| schedule_pinned(runnable, home),
                 home,
                 meta,
+                Some(worker),
             )
         }
     }
@@ -99,6 +123,7 @@ impl Registry {
             schedule_blocking,
             shard_hint,
             (id, at, TaskKind::Blocking),
+            None,
         )
     }
 
@@ -118,7 +143,8 @@ impl Registry {
 
     /// Make a task of `future` whose runnable goes to `schedule`, register
     /// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
-    /// so it costs the task no bytes.
+    /// so it costs the task no bytes. `local` is this thread's worker, if it
+    /// is one of this pool's.
     #[inline]
     fn spawn_with<F, S>(
         self: &Arc<Self>,
@@ -126,6 +152,7 @@ impl Registry {
         schedule: S,
         shard_hint: usize,
         meta: (TaskId, &'static Location<'static>, TaskKind),
+        local: Option<&WorkerThread>,
     ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -134,7 +161,7 @@ impl Registry {
     {
         // SAFETY: the future and its output are `Send`: `spawn_raw` asks
         // nothing more.
-        unsafe { self.spawn_raw(future, schedule, shard_hint, meta) }
+        unsafe { self.spawn_raw(future, schedule, shard_hint, meta, local) }
     }
 
     /// `spawn_with` for a future that may not be `Send`.
@@ -152,6 +179,7 @@ impl Registry {
         schedule: S,
         shard_hint: usize,
         (id, at, kind): (TaskId, &'static Location<'static>, TaskKind),
+        local: Option<&WorkerThread>,
     ) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
@@ -199,7 +227,7 @@ impl Registry {
                 runnable.metadata().set_slot(slot);
                 if kind == TaskKind::Local {
                     // Counted until its future drops (`Schedule::release`).
-                    if let Some(w) = self.local_worker() {
+                    if let Some(w) = local {
                         w.local_task_started();
                     }
                 }
@@ -209,7 +237,14 @@ impl Registry {
                 return handle;
             }
         }
-        runnable.schedule();
+        match local {
+            // What `schedule_task` would do, with the worker in hand.
+            Some(w) if kind == TaskKind::Async => {
+                runnable.metadata().mark_scheduled();
+                w.schedule_local(runnable, false);
+            }
+            _ => runnable.schedule(),
+        }
         handle
     }
 }
@@ -225,7 +260,7 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner();
     match context::worker().filter(|w| std::ptr::eq(&**w.registry(), registry)) {
-        Some(worker) => worker.schedule_local(runnable, info),
+        Some(worker) => worker.schedule_local(runnable, info.woken_while_running),
         None => runnable.metadata().owner_arc().inject(runnable),
     }
 }

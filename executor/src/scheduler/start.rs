@@ -1,4 +1,6 @@
-//! Starting a pool: its registry, one thread per worker and the watcher.
+//! Starting a pool: its registry, one thread per worker and the watcher
+//! (what the watcher runs at each look, the stall detector, comes apart
+//! from the `Config`: it names the registry, and the settings do not).
 //!
 //! # Invariants
 //!
@@ -13,21 +15,13 @@ use super::config::Config;
 use super::driver::{Driver, IoDriver};
 use super::registry::Registry;
 use super::shutdown::shutdown;
-use super::{watcher, worker};
+use super::threads::Threads;
+use super::watcher::{self, Look};
+use super::worker;
 use crossbeam_deque::Worker;
 use std::io;
 use std::sync::Arc;
-use std::thread::{self, JoinHandle};
-
-/// The threads of a running pool, for its shutdown.
-#[derive(Debug, Default)]
-pub(crate) struct Threads {
-    pub(super) workers: Vec<JoinHandle<()>>,
-    /// The watcher thread (`watcher.rs`).
-    pub(super) watcher: Option<JoinHandle<()>>,
-    /// The shutdown ran (it runs once).
-    pub(super) shut_down: bool,
-}
+use std::thread;
 
 /// Shuts down what started, unless `start` got to the end.
 struct Starting<'a> {
@@ -57,9 +51,11 @@ impl Drop for Starting<'_> {
 /// `InvalidInput` for a setting out of range, or the error of the I/O
 /// driver or of a thread that failed to start (after the threads already
 /// started were stopped and joined).
-pub(crate) fn start(mut config: Config) -> io::Result<(Arc<Registry>, Threads)> {
+pub(crate) fn start(
+    mut config: Config,
+    look: Option<Box<dyn Look>>,
+) -> io::Result<(Arc<Registry>, Threads)> {
     let workers = config.check()?;
-    let look = config.look.take();
     let thread_name = config.thread_name().to_owned();
     let stack_size = config.stack_size;
     let deques: Vec<(Worker<_>, Worker<_>)> = (0..workers)

@@ -40,7 +40,6 @@ use crate::context;
 use crate::sleep::{CoreLatch, Round};
 use crate::task::{self, Runnable, Slot, TaskId};
 use crate::unwind::call_quietly;
-use async_task::ScheduleInfo;
 use crossbeam_deque::Worker;
 use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
@@ -128,7 +127,8 @@ impl WorkerThread {
         &self.registry.workers()[self.index]
     }
 
-    /// The schedule function, on this worker's own thread.
+    /// The schedule function, on this worker's own thread; `yielded` when
+    /// the task woke itself while running.
     ///
     /// * A task that woke itself while running (`yield_now`) goes to the
     ///   back of the deque, behind every queued task, and is posted as an
@@ -149,11 +149,11 @@ impl WorkerThread {
     ///   found goes to the back of the deque; the whole batch is posted as
     ///   internal jobs when the poll's wakers have all been woken.
     #[inline]
-    pub(crate) fn schedule_local(&self, runnable: Runnable, info: ScheduleInfo) {
+    pub(crate) fn schedule_local(&self, runnable: Runnable, yielded: bool) {
         if let Some(n) = self.io_batch.get() {
             self.worker.push(runnable);
             self.io_batch.set(Some(n + 1));
-        } else if info.woken_while_running || self.registry.sleep().watcher().unparked_for_put() {
+        } else if yielded || self.registry.sleep().watcher().unparked_for_put() {
             self.push_stealable(runnable);
         } else {
             let displaced = self.info().lifo.put(runnable);

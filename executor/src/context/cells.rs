@@ -1,0 +1,120 @@
+//! The thread-local cells of plain data: a blocking thread's task, the
+//! outside spawner's shard and ids, the deadlock handler's mark, the
+//! timeline tag and the cooperative budget. They name no type of the
+//! scheduler, so the scheduler's leaves (`coop.rs`, `timeline.rs`) read
+//! them without joining its core (`../context/mod.rs` holds the cells that
+//! name the scheduler's types).
+
+use crate::task::TaskId;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Spreads the threads that spawn from outside over the live-task
+/// registry's shards (`outside_spawn`).
+static NEXT_OUTSIDE_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// The task whose closure this blocking thread runs (workers publish
+    /// theirs in their stats instead: no thread-local access per poll).
+    static BLOCKING_TASK: Cell<Option<TaskId>> = const { Cell::new(None) };
+
+    /// For spawns from a thread that is not a worker: a shard of the
+    /// live-task registry (each outside thread keeps to one, and threads
+    /// spread over them) and this thread's block of task ids (the next one
+    /// and the block's end). One thread-local serves both (its access is a
+    /// call in a position-independent executable).
+    static OUTSIDE_SPAWNS: (usize, Cell<(u64, u64)>) =
+        (NEXT_OUTSIDE_THREAD.fetch_add(1, Ordering::Relaxed), Cell::new((0, 0)));
+
+    /// True while this thread runs a deadlock handler.
+    static IN_DEADLOCK_HANDLER: Cell<bool> = const { Cell::new(false) };
+
+    /// For a traced pool's threads: (the timeline's address, this thread's
+    /// tag in it), so a waker can note who woke a worker
+    /// (`scheduler/timeline.rs`).
+    static TIMELINE_TAG: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+
+    /// The cooperative budget of the task (or `block_on` future) being
+    /// polled on this thread: operations left in this poll, or
+    /// `coop::UNCONSTRAINED` outside one (`scheduler/coop.rs`).
+    static BUDGET: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The task whose closure this blocking thread runs, if any.
+pub(crate) fn blocking_task() -> Option<TaskId> {
+    BLOCKING_TASK.with(Cell::get)
+}
+
+/// Make `id` the current task of this (blocking) thread for the length of
+/// `f`: one closure.
+pub(crate) fn with_blocking_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
+    let outer = BLOCKING_TASK.with(|c| c.replace(Some(id)));
+    let r = f();
+    BLOCKING_TASK.with(|c| c.set(outer));
+    r
+}
+
+/// For a spawn from a thread that is not a worker: the live-task registry
+/// shard this thread keeps to, and a task id from this thread's block.
+pub(crate) fn outside_spawn() -> (usize, TaskId) {
+    OUTSIDE_SPAWNS.with(|(hint, ids)| (*hint, TaskId::next_in(ids)))
+}
+
+/// Run a deadlock handler with this thread marked as running one (also if
+/// it panics: its panic is caught by the detector above).
+pub(crate) fn run_deadlock_handler(handler: &(dyn Fn() + Send + Sync)) {
+    struct Unmark;
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            IN_DEADLOCK_HANDLER.with(|h| h.set(false));
+        }
+    }
+    IN_DEADLOCK_HANDLER.with(|h| h.set(true));
+    let _unmark = Unmark;
+    handler();
+}
+
+/// Panic if this thread is running a deadlock handler: `what` would lock the
+/// state the handler already holds.
+pub(crate) fn forbid_in_deadlock_handler(what: &str) {
+    if IN_DEADLOCK_HANDLER.with(Cell::get) {
+        panic!(
+            "pool::{what}() called from the deadlock handler: the handler runs while the \
+             pool's deadlock state is locked, so it must not call mark_blocked() or \
+             mark_unblocked(); unblock the waiting worker instead (send it a message)"
+        );
+    }
+}
+
+/// This thread's cooperative budget (`scheduler/coop.rs`).
+#[inline]
+pub(crate) fn budget() -> u32 {
+    BUDGET.with(Cell::get)
+}
+
+/// Set this thread's cooperative budget; returns the one it replaces.
+#[inline]
+pub(crate) fn replace_budget(budget: u32) -> u32 {
+    BUDGET.with(|b| b.replace(budget))
+}
+
+/// Spend one unit of this thread's cooperative budget, if it is limited.
+#[inline]
+pub(crate) fn spend_budget() {
+    BUDGET.with(|b| {
+        let left = b.get();
+        if left != u32::MAX {
+            b.set(left.saturating_sub(1));
+        }
+    });
+}
+
+/// This thread's timeline tag: (the timeline's address, the tag).
+pub(crate) fn timeline_tag() -> (usize, u32) {
+    TIMELINE_TAG.with(Cell::get)
+}
+
+/// Set this thread's timeline tag.
+pub(crate) fn set_timeline_tag(tag: (usize, u32)) {
+    TIMELINE_TAG.with(|t| t.set(tag));
+}

@@ -1,0 +1,57 @@
+//! The current pool: the one a spawn, a socket or a `join` outside any
+//! worker uses. It falls back on the global pool (`scheduler/global.rs`),
+//! which starts a pool, so it sits beside the cells it reads
+//! (`mod.rs`), not among them: the scheduler's core never needs it.
+
+use super::{blocking_pool, entered, worker};
+use crate::scheduler::global;
+use crate::scheduler::{Driver, Registry, WorkerThread};
+use std::sync::Arc;
+
+/// Run `f` with the current pool (see the module docs).
+///
+/// # Panics
+///
+/// If the current pool is the global pool and it cannot start.
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(&Arc<Registry>) -> R) -> R {
+    with_current_worker(|registry, _| f(registry))
+}
+
+/// Run `f` with the current pool and, when this thread is one of that
+/// pool's workers, the worker: a spawn hands it down to where the task is
+/// counted, numbered and first scheduled instead of looking it up again.
+///
+/// # Panics
+///
+/// If the current pool is the global pool and it cannot start.
+#[inline]
+pub(crate) fn with_current_worker<R>(
+    f: impl FnOnce(&Arc<Registry>, Option<&WorkerThread>) -> R,
+) -> R {
+    let worker = worker();
+    if let Some(registry) = entered() {
+        return f(registry, worker.filter(|w| Arc::ptr_eq(w.registry(), registry)));
+    }
+    if let Some(w) = worker {
+        return f(w.registry(), Some(w));
+    }
+    match blocking_pool() {
+        Some(registry) => f(&registry, None),
+        None => f(global::global(), None),
+    }
+}
+
+/// The current pool, or `None` where that would be the global pool and it
+/// has not started yet.
+pub(crate) fn try_current() -> Option<Arc<Registry>> {
+    if let Some(registry) = entered().or_else(|| worker().map(|w| w.registry())) {
+        return Some(Arc::clone(registry));
+    }
+    blocking_pool().or_else(|| global::try_global().cloned())
+}
+
+/// The current pool's I/O driver, for a new socket or timer.
+pub(crate) fn io_driver() -> Arc<Driver> {
+    with_current(|registry| Arc::clone(registry.io_driver()))
+}
