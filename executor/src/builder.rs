@@ -11,8 +11,8 @@
 
 use crate::pool::Pool;
 use crate::scheduler::{invalid_input, Config, Look};
-use crate::trace::stall::{StallConfig, StallWatch};
-use crate::trace::Stall;
+use crate::inspect::stall::{StallConfig, StallWatch};
+use crate::inspect::Stall;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;

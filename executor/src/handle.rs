@@ -3,7 +3,7 @@
 use crate::context;
 use crate::scheduler::{Metrics, Registry};
 use crate::task::JoinHandle;
-use crate::trace::dump::{self, TaskInfo};
+use crate::inspect::dump::{self, TaskInfo};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;

@@ -96,7 +96,7 @@ mod scheduler;
 // 4. I/O, fork-join, seeing inside.
 pub mod io;
 mod join;
-mod trace;
+mod inspect;
 // 5. The public API.
 mod builder;
 mod handle;
@@ -124,7 +124,7 @@ pub use scheduler::coop::{consume_budget, unconstrained};
 pub use scheduler::Metrics;
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
-pub use trace::{Stall, TaskDump, TaskInfo, TaskState};
+pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -12,7 +12,7 @@ use crate::handle::Handle;
 use crate::scheduler::block_on::block_on;
 use crate::scheduler::{self, Config, Look, Metrics, Threads};
 use crate::task::JoinHandle;
-use crate::trace::TaskInfo;
+use crate::inspect::TaskInfo;
 use std::fmt;
 use std::future::Future;
 use std::io;

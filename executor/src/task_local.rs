@@ -10,7 +10,7 @@
 //!
 //! The `thread_local!` that `task_local!` expands to is defined in the
 //! crate that invokes the macro: one per task-local, not a thread-local of
-//! this crate (`context.rs` holds all of those).
+//! this crate (`context/` holds all of those).
 
 use pin_project_lite::pin_project;
 use std::cell::RefCell;

@@ -2,7 +2,7 @@
 //! module sits on a floor, and a file imports only its own floor and the
 //! floors below it. This test reads the sources and fails on a back edge (a
 //! lower floor naming a higher one), on a module that sits on no floor, on
-//! an import between two modules of floor 4 (io, join and trace are
+//! an import between two modules of floor 4 (io, join and inspect are
 //! independent of each other), on a `thread_local!` outside `context.rs`,
 //! and on a file the architecture map does not name.
 //!
@@ -28,7 +28,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("scheduler", 3),
     ("io", 4),
     ("join", 4),
-    ("trace", 4),
+    ("inspect", 4),
     ("builder", 5),
     ("handle", 5),
     ("hyper", 5),
@@ -315,7 +315,7 @@ fn every_file_imports_only_its_floor_and_the_floors_below() {
             } else if my_floor == 0 {
                 "a leaf imports nothing of the crate"
             } else if their_floor == my_floor && my_floor == 4 {
-                "io, join and trace do not import each other"
+                "io, join and inspect do not import each other"
             } else {
                 continue;
             };
@@ -776,4 +776,218 @@ fn the_largest_import_circle_is_the_core() {
          Its imports:\n{edges}",
         shown[0]
     );
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The docs a reader follows: docs/*.md, the README at the root and every
+/// README beside the code (as paths relative to the repo root).
+fn doc_files() -> Vec<PathBuf> {
+    let root = repo_root();
+    let mut docs = vec![PathBuf::from("README.md")];
+    for dir in ["docs", "executor/src", "macros", "benches", "examples", "tests"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if name != "target" {
+                        stack.push(path);
+                    }
+                } else if name == "README.md" || (dir == "docs" && name.ends_with(".md")) {
+                    docs.push(path.strip_prefix(&root).unwrap().to_path_buf());
+                }
+            }
+        }
+    }
+    docs.sort();
+    docs
+}
+
+/// The backticked names ending in `.rs` in `text`, with their lines.
+fn backticked_rs_paths(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), _) = (parts.next(), parts.next()) {
+            let looks_like_path = inside.len() > ".rs".len()
+                && inside.ends_with(".rs")
+                && !inside.contains(' ')
+                && inside
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+            if looks_like_path {
+                out.push((n + 1, inside.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Other projects' files that the docs cite (Rayon's, tokio's, ...): named
+/// for the reader to look up, not files of ours.
+const OTHER_PROJECTS: &[&str] = &[
+    "rayon-core/",
+    "rayon/",
+    "tokio/",
+    "src/runtime/",
+    "src/loom/",
+    "crossbeam-deque/",
+    "async-task/",
+    "async-executor/",
+];
+
+/// Does `path`, cited in the doc at `doc` (relative to the repo root),
+/// name a file of the repo? It may be relative to the doc's folder, to the
+/// repo root or to `executor/src`.
+fn cited_file_exists(doc: &Path, path: &str) -> bool {
+    let root = repo_root();
+    let here = root.join(doc.parent().unwrap_or(Path::new("")));
+    [here, root.clone(), root.join("executor/src")]
+        .iter()
+        .any(|base| base.join(path).is_file())
+}
+
+#[test]
+fn every_rs_path_the_docs_cite_exists() {
+    let root = repo_root();
+    let mut missing = String::new();
+    for doc in doc_files() {
+        let text = std::fs::read_to_string(root.join(&doc)).unwrap();
+        for (line, path) in backticked_rs_paths(&text) {
+            if OTHER_PROJECTS.iter().any(|p| path.starts_with(p)) {
+                continue;
+            }
+            if !cited_file_exists(&doc, &path) {
+                writeln!(missing, "{}:{line}: `{path}`", doc.display()).unwrap();
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the docs cite files that do not exist (a path is read relative to the doc's folder, \
+         the repo root or executor/src): rename the citation, or the file back:\n{missing}"
+    );
+}
+
+/// The file tables of `text` (markdown, or a `mod.rs`'s `//!` docs): for
+/// each table whose header's first cell is `file`, the backticked names of
+/// its rows' first cells.
+fn file_tables(text: &str) -> Vec<Vec<String>> {
+    let mut tables = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in text.lines() {
+        let line = line.trim_start().trim_start_matches("//!").trim();
+        if !line.starts_with('|') {
+            if let Some(t) = current.take() {
+                tables.push(t);
+            }
+            continue;
+        }
+        let first = line.split('|').nth(1).unwrap_or("").trim();
+        match current.as_mut() {
+            None if first == "file" => current = Some(Vec::new()),
+            None => {}
+            Some(rows) => {
+                let mut parts = first.split('`');
+                parts.next();
+                while let (Some(name), _) = (parts.next(), parts.next()) {
+                    rows.push(name.to_string());
+                }
+            }
+        }
+    }
+    tables.extend(current);
+    tables
+}
+
+#[test]
+fn every_folder_file_table_lists_exactly_its_files() {
+    let src = src_dir();
+    let mut problems = String::new();
+    let mut folders = vec![src.clone()];
+    let mut i = 0;
+    while i < folders.len() {
+        let dir = folders[i].clone();
+        i += 1;
+        let mut files = Vec::new();
+        let mut subfolders = Vec::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                subfolders.push(name);
+                folders.push(path);
+            } else if name.ends_with(".rs") {
+                files.push(name);
+            }
+        }
+        if dir == src {
+            continue; // the crate root: lib.rs's module list, the architecture map
+        }
+        let shown = format!("executor/src/{}", dir.strip_prefix(&src).unwrap().display());
+        let mut sources = Vec::new();
+        let readme = dir.join("README.md");
+        if let Ok(text) = std::fs::read_to_string(&readme) {
+            let tables = file_tables(&text);
+            if tables.is_empty() {
+                writeln!(problems, "{shown}/README.md: no file table (`| file | what |`)").unwrap();
+            }
+            sources.extend(tables.into_iter().map(|t| (format!("{shown}/README.md"), t)));
+        }
+        if let Ok(text) = std::fs::read_to_string(dir.join("mod.rs")) {
+            sources.extend(
+                file_tables(&text)
+                    .into_iter()
+                    .map(|t| (format!("{shown}/mod.rs"), t)),
+            );
+        }
+        for (from, table) in sources {
+            for f in &files {
+                if !table.contains(f) {
+                    writeln!(problems, "{from}: the file table does not list `{f}`").unwrap();
+                }
+            }
+            for sub in &subfolders {
+                if !table.iter().any(|t| t.starts_with(&format!("{sub}/"))) {
+                    writeln!(problems, "{from}: the file table does not list `{sub}/`").unwrap();
+                }
+            }
+            for entry in &table {
+                let outside = entry.starts_with("../");
+                if !outside && !entry.ends_with('/') && !dir.join(entry).is_file() {
+                    writeln!(problems, "{from}: the file table lists `{entry}`, not a file here")
+                        .unwrap();
+                }
+                if outside && !dir.join(entry).exists() {
+                    writeln!(problems, "{from}: the file table lists `{entry}`, which is gone")
+                        .unwrap();
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "a folder's file table (in its README.md or its mod.rs docs) says what the folder \
+         no longer holds:\n{problems}"
+    );
+}
+
+/// The doc checks themselves: a cited path and a file table are read.
+#[test]
+fn the_doc_checks_read_paths_and_tables() {
+    let text = "see `scheduler/spawn.rs` and `Registry::spawn`, not `a b.rs`";
+    assert_eq!(
+        backticked_rs_paths(text),
+        [(1, "scheduler/spawn.rs".to_string())]
+    );
+    let doc = "//! | file | what |\n//! |---|---|\n//! | `a.rs`, `../b.rs` | x |\n//! | `c/` | y |\n\ntext";
+    assert_eq!(file_tables(doc), [vec!["a.rs", "../b.rs", "c/"]]);
 }

@@ -31,7 +31,10 @@ pub(crate) fn with_current_worker<R>(
 ) -> R {
     let worker = worker();
     if let Some(registry) = entered() {
-        return f(registry, worker.filter(|w| Arc::ptr_eq(w.registry(), registry)));
+        return f(
+            registry,
+            worker.filter(|w| Arc::ptr_eq(w.registry(), registry)),
+        );
     }
     if let Some(w) = worker {
         return f(w.registry(), Some(w));

@@ -1,5 +1,5 @@
 //! Jobs: the unit of fork-join work, as in Rayon. A job is a pointer and a
-//! function that runs it (a `JobRef`, `scheduler/job.rs`), pushed on a
+//! function that runs it (a `JobRef`, `scheduler/job_ref.rs`), pushed on a
 //! worker's job deque; here are the two kinds of job behind it.
 //!
 //! # Invariants
@@ -14,7 +14,7 @@
 //! * Every job is run exactly once, and never dropped without being run: a
 //!   worker that leaves its main loop runs what is left in its job deque.
 
-use super::latch::SpinLatch;
+use super::job_latch::SpinLatch;
 use crate::scheduler::JobRef;
 use std::any::Any;
 use std::cell::UnsafeCell;

@@ -20,7 +20,7 @@
 //!   closure's before its spawns'.
 
 mod job;
-mod latch;
+mod job_latch;
 mod scope;
 
 pub use scope::Scope;
@@ -29,7 +29,7 @@ use crate::context;
 use crate::scheduler::block_on::block_on;
 use crate::scheduler::{Registry, WorkerThread};
 use job::{both, JobResult, StackJob};
-use latch::SpinLatch;
+use job_latch::SpinLatch;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@
 //!   deque; from any other thread it goes into the pool as a task.
 
 use super::job::HeapJob;
-use super::latch::CountLatch;
+use super::job_latch::CountLatch;
 use crate::context;
 use crate::scheduler::WorkerThread;
 use crate::unwind::discard;

@@ -18,7 +18,7 @@
 //! * The latch is reset *before* each poll: a wake that lands during the poll
 //!   leaves it SET, and the wait that follows returns at once. No wake is
 //!   lost.
-//! * Each thread caches one signal (`context.rs`) and lends it to one
+//! * Each thread caches one signal (`context/mod.rs`) and lends it to one
 //!   `block_on` at a time; a nested `block_on` on the same thread makes its
 //!   own, so the outer call's wakes are never consumed by the inner loop.
 

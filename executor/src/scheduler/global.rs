@@ -1,4 +1,4 @@
-//! The global pool: the current pool where no other is (`context.rs`),
+//! The global pool: the current pool where no other is (`context/current.rs`),
 //! started on first use and never shut down.
 //!
 //! It has one worker per available CPU unless `POOL_WORKER_THREADS` says

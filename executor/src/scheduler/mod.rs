@@ -1,37 +1,40 @@
 //! The scheduler: the workers, how work enters and is found, how the pool
 //! starts and shuts down. The third floor, above `task/` and `sleep/`,
-//! below `io/`, `join/` and `trace/` (which reach it through `context.rs`
+//! below `io/`, `join/` and `inspect/` (which reach it through `context/`
 //! and the registry's methods).
 //!
 //! | file | what |
 //! |---|---|
-//! | `registry.rs` | `Registry`: what one pool shares; `inject`, `wake_worker`, `metrics` |
-//! | `spawn.rs` | `Registry::spawn`, `spawn_blocking`, and the schedule functions (the one door in) |
-//! | `worker/mod.rs` | `WorkerThread`: main loop, `execute`, `schedule_local`, `wait_until` |
-//! | `worker/search.rs` | `find_work`: search order, steals, the injector and driver ticks |
+//! | `mod.rs` | this map and the re-exports |
+//! | `registry.rs` | `Registry`: what one pool shares; `inject`, `wake_worker`, `drain_queues`, `metrics` |
+//! | `spawn.rs` | `Registry::spawn`, `spawn_on`, `spawn_local`, `spawn_blocking`, and the three doors in: `schedule_task`, `schedule_pinned`, `schedule_blocking` |
+//! | `worker/` | `WorkerThread`: main loop, search, `spawn_local` queue, removals, timeline lane (its own map) |
 //! | `lifo.rs` | `LifoSlot`: the task a worker runs next |
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on` and the signal its waker sets |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking` |
-//! | `job.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
+//! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
 //! | `metrics.rs` | `Metrics` and the per-worker counters it sums |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
-//! | `driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
-//! | `config.rs` | `Config`: a pool's settings and their checks |
+//! | `tokio_compat.rs` | feature `tokio-compat`: the pool's tokio runtime, its thread, stopped last |
+//! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
+//! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
-//! | `shutdown.rs` | the shutdown, its steps in order |
+//! | `threads.rs` | `Threads`: the threads a shutdown joins |
+//! | `shutdown.rs` | the shutdown, its six steps in order |
+//! | `shutdown_state.rs` | `ShutdownState`: what spawns read of a shutdown, and the workers' exits |
 //! | `global.rs` | the global pool |
 //!
-//! `../context.rs`, on this floor too, holds every thread-local of the crate.
+//! `../context/`, on this floor too, holds every thread-local of the crate.
 
 pub(crate) mod block_on;
 mod blocking;
 mod config;
 pub(crate) mod coop;
-mod driver;
+mod io_driver;
 pub(crate) mod global;
-mod job;
+mod job_ref;
 pub(crate) mod lifo;
 mod metrics;
 mod registry;
@@ -47,8 +50,8 @@ mod watcher;
 mod worker;
 
 pub(crate) use config::{invalid_input, Config};
-pub(crate) use driver::{Binding as DriverBinding, Bound as DriverBound, Driver, IoDriver};
-pub(crate) use job::JobRef;
+pub(crate) use io_driver::{Binding as DriverBinding, Bound as DriverBound, Driver, IoDriver};
+pub(crate) use job_ref::JobRef;
 pub use metrics::Metrics;
 pub(crate) use registry::Registry;
 pub(crate) use shutdown::shutdown;

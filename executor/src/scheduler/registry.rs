@@ -24,8 +24,8 @@
 use super::blocking::BlockingPool;
 use super::config::{Config, Hook};
 use super::coop;
-use super::driver::Driver;
-use super::job::JobRef;
+use super::io_driver::Driver;
+use super::job_ref::JobRef;
 use super::lifo::LifoSlot;
 use super::metrics::{Metrics, WorkerStats};
 use super::shutdown_state::ShutdownState;
@@ -262,6 +262,11 @@ impl Registry {
         self.timeline.as_deref()
     }
 
+    /// The workers' timeline, shared, for a worker's lane.
+    pub(super) fn timeline_shared(&self) -> Option<Arc<Timeline>> {
+        self.timeline.clone()
+    }
+
     pub(super) fn on_thread_start(&self) -> Option<&Hook> {
         self.on_thread_start.as_ref()
     }
@@ -341,7 +346,7 @@ impl Registry {
             }
             // The worker has left. It closed its inbox only once every
             // local task of its own had dropped its future, on its thread
-            // (`WorkerThread::cancel_local_tasks`), and a task whose future
+            // (`LocalTasks::cancel_all`, `worker/local.rs`), and a task whose future
             // is gone is never scheduled again: so this does not happen. Were
             // it to, the runnable must still not be dropped on this thread
             // (its future is not `Send`): leak it.

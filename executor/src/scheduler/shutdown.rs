@@ -35,7 +35,7 @@
 //! * A pool dropped inside one of its own tasks does not wait for the worker
 //!   running that task: it exits when the task returns.
 
-use super::driver::IoDriver;
+use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::threads::Threads;
 use crate::context;

@@ -87,13 +87,13 @@ impl Registry {
         self.count(Some(worker), |s| &s.spawned, 1);
         let home = worker.index();
         // Its own shard: the worker finds its local tasks there when it
-        // leaves (`WorkerThread::cancel_local_tasks`).
+        // leaves (`LocalTasks::cancel_all`, `worker/local.rs`).
         debug_assert_eq!(self.tasks().shard_of(home), home);
         let meta = (worker.next_task_id(), at, TaskKind::Local);
         // SAFETY: `spawn_raw`'s contract for a future that is not `Send`:
         // `schedule_pinned` hands every runnable of this task to `home`'s
         // worker, which is this thread, and only that worker runs or drops
-        // them (its local queue and inbox, `cancel_local_tasks` when it
+        // them (its local queue and inbox, `LocalTasks::cancel_all` when it
         // leaves); a runnable it can no longer take is leaked, never dropped
         // elsewhere.
         unsafe {

@@ -12,7 +12,7 @@
 //!   `start` but success stops and joins them.
 
 use super::config::Config;
-use super::driver::{Driver, IoDriver};
+use super::io_driver::{Driver, IoDriver};
 use super::registry::Registry;
 use super::shutdown::shutdown;
 use super::threads::Threads;

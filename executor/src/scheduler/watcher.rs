@@ -1,6 +1,6 @@
 //! The watcher: one thread per pool that keeps the scheduler
 //! work-conserving when a poll runs long, reports long polls to the stall
-//! handler (`trace/stall.rs`, plugged in as a [`Look`]), if the pool has
+//! handler (`inspect/stall.rs`, plugged in as a [`Look`]), if the pool has
 //! one, and publishes the coarse clock that spawns read for task ages
 //! (`task::CoarseClock`).
 //!
@@ -51,7 +51,7 @@ const MAX_TICK: Duration = Duration::from_millis(1);
 const BACKOFF: u32 = 4;
 
 /// What the watcher runs at each look besides its rescues, while any
-/// worker is awake: the stall detector (`trace/stall.rs`), which the
+/// worker is awake: the stall detector (`inspect/stall.rs`), which the
 /// `Builder` plugs in (`Builder::on_stall`).
 pub(crate) trait Look: Send + 'static {
     /// One look at the workers.

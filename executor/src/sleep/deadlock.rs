@@ -16,7 +16,7 @@
 //!   `mark_unblocked` would deadlock on that lock, so those calls panic with
 //!   a message instead. The pool wraps the user's handler in one that marks
 //!   the thread as running it (`context::run_deadlock_handler`; every
-//!   thread-local lives in `context.rs`, above this floor).
+//!   thread-local lives in `context/`, above this floor).
 //! * A panic of the handler never unwinds through the sleep protocol: it is
 //!   caught, and passed on only to a `mark_blocked` caller (user code).
 //! * Only pools built with a handler keep these counts; others pay nothing.

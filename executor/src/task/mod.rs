@@ -12,6 +12,7 @@
 //!
 //! | file | what |
 //! |---|---|
+//! | `mod.rs` | this map and the re-exports |
 //! | `header.rs` | `TaskHeader`: owner, state, id and spawn site, and activity words; finding it from a waker |
 //! | `future.rs` | `TaskFuture` (panics caught, aborts honoured), `TaskOutput`, `cancel` |
 //! | `join_handle.rs` | `JoinHandle` |

@@ -1,6 +1,13 @@
 //! Worker threads: the state a worker keeps, its main loop, running tasks
-//! and fork-join jobs, its own scheduling, and `wait_until`. The search for
-//! work is in `search.rs`.
+//! and fork-join jobs, its own scheduling, and `wait_until`.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | `WorkerThread`: main loop, `execute`, `schedule_local`, fork-join job pushes, `wait_until` |
+//! | `search.rs` | `find_work`: search order, steals, the injector and driver ticks, posting a stolen batch |
+//! | `local.rs` | `LocalTasks`: the worker's `spawn_local` queue, its inbox's side, their cancellation |
+//! | `removals.rs` | `Removals`: finished tasks of other workers' shards, removed in batches |
+//! | `lane.rs` | `WorkerLane`: the worker's lane of the timeline, nothing when untraced |
 //!
 //! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
 //! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
@@ -27,23 +34,28 @@
 //!   is visible to thieves.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 
+mod lane;
+mod local;
+mod removals;
 mod search;
 
 pub(crate) use search::steal_one;
 
 use super::coop;
-use super::job::JobRef;
+use super::job_ref::JobRef;
 use super::metrics::WorkerStats;
 use super::registry::{Registry, WorkerInfo};
-use super::timeline::{Kind, Lane, Timeline};
+use super::timeline::Kind;
 use crate::context;
 use crate::sleep::{CoreLatch, Round};
 use crate::task::{self, Runnable, Slot, TaskId};
 use crate::unwind::call_quietly;
 use crossbeam_deque::Worker;
+use lane::WorkerLane;
+use local::LocalTasks;
+use removals::Removals;
 use search::XorShift64Star;
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -52,10 +64,6 @@ use std::task::Waker;
 /// 2 + 30 is Rayon's 32, so a stream of joins finds its workers awake.
 /// Workers that only run async tasks never spin them.
 const JOB_SPIN_ROUNDS: u32 = 30;
-
-/// Removals from other workers' shards of the live-task registry that a
-/// worker collects before it takes those shards' locks (see `task/owned.rs`).
-const REMOVAL_BATCH: usize = 32;
 
 /// The state a worker thread keeps on its own stack.
 pub(crate) struct WorkerThread {
@@ -73,7 +81,7 @@ pub(crate) struct WorkerThread {
     /// Between `mark_blocked` and `mark_unblocked`.
     marked_blocked: Cell<bool>,
     /// Finished tasks of other workers' shards, not yet removed.
-    removals: RefCell<Vec<Slot>>,
+    removals: Removals,
     /// While this worker wakes the tasks its driver poll made ready: how
     /// many of them it pushed onto its deque so far (posted at the end, as
     /// one batch of internal jobs).
@@ -87,19 +95,11 @@ pub(crate) struct WorkerThread {
     ran_jobs: Cell<bool>,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
-    /// Its `spawn_local` tasks that are ready, oldest first: no other thread
-    /// sees them (those woken elsewhere wait in its inbox, `WorkerInfo`).
-    local: RefCell<VecDeque<Runnable>>,
-    /// Whose turn it is in a search, the local queue's or the deque's
-    /// (`pop_own`).
-    local_turn: Cell<bool>,
-    /// Its registered `spawn_local` tasks whose futures are not dropped
-    /// yet: it may not leave before they are (`cancel_local_tasks`).
-    local_live: Cell<usize>,
-    /// The pool records a timeline (`Builder::trace`): read before any
-    /// other work for it, so that an untraced pool pays one predictable
-    /// branch on a field of its own stack.
-    traced: bool,
+    /// Its `spawn_local` tasks (those woken elsewhere wait in its inbox,
+    /// `WorkerInfo`).
+    local: LocalTasks,
+    /// Its lane of the timeline, if the pool is traced.
+    lane: WorkerLane,
 }
 
 impl WorkerThread {
@@ -168,35 +168,12 @@ impl WorkerThread {
     /// this worker is awake, and nobody else may run the task.
     #[inline]
     pub(crate) fn push_local(&self, runnable: Runnable) {
-        self.local.borrow_mut().push_back(runnable);
+        self.local.push(runnable);
     }
 
-    /// The next `spawn_local` task of this worker: from its local queue,
-    /// else from its inbox (those woken on other threads).
-    fn pop_local(&self) -> Option<Runnable> {
-        let mut local = self.local.borrow_mut();
-        if local.is_empty() {
-            self.info().inbox.take_into(&mut *local);
-        }
-        local.pop_front()
-    }
-
-    /// A task of this worker's own: local tasks and the deque take turns,
-    /// so neither starves the other (the deque's may also be stolen; the
-    /// local ones only run here).
+    /// A task of this worker's own: its local tasks and its deque in turn.
     fn pop_own(&self) -> Option<Runnable> {
-        // A queued local task is a live one: a worker that has none (most
-        // do) pays one read of its own stack here, no borrow, no atomic.
-        if self.local_live.get() == 0 {
-            return self.worker.pop();
-        }
-        let local_first = !self.local_turn.get();
-        self.local_turn.set(local_first);
-        if local_first {
-            self.pop_local().or_else(|| self.worker.pop())
-        } else {
-            self.worker.pop().or_else(|| self.pop_local())
-        }
+        self.local.pop_own(&self.worker, &self.info().inbox)
     }
 
     /// Has this worker local tasks woken elsewhere? Part of its final check
@@ -208,40 +185,12 @@ impl WorkerThread {
 
     /// A `spawn_local` task of this worker was registered.
     pub(crate) fn local_task_started(&self) {
-        self.local_live.set(self.local_live.get() + 1);
+        self.local.started();
     }
 
     /// A `spawn_local` task of this worker dropped its future.
     pub(crate) fn local_task_ended(&self) {
-        self.local_live.set(self.local_live.get() - 1);
-    }
-
-    /// On the way out: cancel every live `spawn_local` task of this worker,
-    /// on this thread, then close its inbox. Each is aborted and woken
-    /// through the registry of live tasks, which queues it here; one woken by
-    /// another thread may still be in flight (scheduled, not yet in the
-    /// inbox), and once shutdown has drained the registry (a worker that
-    /// outlived shutdown's wait) the shutdown thread wakes them itself. So
-    /// the loop runs until the count of live local tasks is zero: every
-    /// one of them reaches this thread and is dropped here, and after that
-    /// no wake can schedule one again.
-    fn cancel_local_tasks(&self) {
-        let tasks = self.registry.tasks();
-        loop {
-            let live = tasks.abort_local_tasks_in(self.index);
-            // Each wake queues the task here (or finds it queued already).
-            live.into_iter().for_each(Waker::wake);
-            while let Some(runnable) = self.pop_local() {
-                task::cancel(runnable);
-            }
-            if self.local_live.get() == 0 {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        for runnable in self.info().inbox.close() {
-            task::cancel(runnable);
-        }
+        self.local.ended();
     }
 
     /// Push onto the deque (the back: it is FIFO) and post it as an internal
@@ -253,29 +202,7 @@ impl WorkerThread {
 
     /// Remove `slot` from the live tasks with the next batch.
     pub(crate) fn defer_removal(&self, slot: Slot) {
-        let full = {
-            let mut removals = self.removals.borrow_mut();
-            removals.push(slot);
-            removals.len() >= REMOVAL_BATCH
-        };
-        if full {
-            self.flush_removals();
-        }
-    }
-
-    /// Remove the collected finished tasks: hand them back to their shards
-    /// (`task/owned.rs`). The batch is taken out first: dropping their
-    /// wakers may free tasks, and so run user destructors.
-    fn flush_removals(&self) {
-        let mut batch = std::mem::take(&mut *self.removals.borrow_mut());
-        if batch.is_empty() {
-            return;
-        }
-        self.registry.tasks().remove_many(&mut batch);
-        let mut removals = self.removals.borrow_mut();
-        if removals.is_empty() {
-            *removals = batch; // keep the capacity
-        }
+        self.removals.defer(slot, self.registry.tasks());
     }
 
     /// `mark_blocked` (`blocked`) or `mark_unblocked` on this worker.
@@ -360,51 +287,16 @@ impl WorkerThread {
         }
     }
 
-    /// This worker's lane of the timeline, when the pool is traced.
-    #[inline]
-    fn lane(&self) -> Option<(&Timeline, &Lane)> {
-        if !self.traced {
-            return None;
-        }
-        let timeline = self.registry.timeline()?;
-        Some((timeline, timeline.lane(self.index)))
-    }
-
     /// A start time for `trace` (0 when the pool is not traced).
     #[inline]
     pub(crate) fn trace_now(&self) -> u64 {
-        self.lane().map_or(0, |(t, _)| t.now())
-    }
-
-    /// Record an instant event (one clock reading).
-    #[inline]
-    fn trace_instant(&self, kind: Kind, arg: u64) {
-        if let Some((timeline, lane)) = self.lane() {
-            let now = timeline.now();
-            lane.record(kind, now, now, arg);
-        }
+        self.lane.now()
     }
 
     /// Record an event that began at `start` (from `trace_now`) and ends now.
     #[inline]
     pub(crate) fn trace(&self, kind: Kind, start: u64, arg: u64) {
-        if let Some((timeline, lane)) = self.lane() {
-            lane.record(kind, start, timeline.now(), arg);
-        }
-    }
-
-    /// After an idle round that began at `start`: record getting sleepy or
-    /// a sleep on the timeline.
-    #[cold]
-    fn trace_round(&self, round: Round, start: u64) {
-        if let Some((_, lane)) = self.lane() {
-            match round {
-                // An instant, at the moment it was decided.
-                Round::GotSleepy => lane.record(Kind::Sleepy, start, start, 0),
-                Round::Slept => self.trace(Kind::Sleep, start, lane.take_woken_by()),
-                Round::Searched | Round::StayedAwake => {}
-            }
-        }
+        self.lane.record(kind, start, arg);
     }
 
     fn count_wakeups(&self, woken: usize) {
@@ -434,7 +326,7 @@ impl WorkerThread {
             // Idle: search in rounds, get sleepy, sleep. An idle worker keeps
             // no finished task alive: not in its batch of removals, nor in
             // the keys other workers handed back to its shard.
-            self.flush_removals();
+            self.removals.flush(self.registry.tasks());
             self.registry.tasks().reclaim(self.index);
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             // Out of work: readiness the driver holds is the likeliest next
@@ -476,8 +368,8 @@ impl WorkerThread {
                     || self.registry.has_injected_jobs() || self.has_inbox(),
                     &mut wakers,
                 );
-                if self.traced && round != Round::Searched {
-                    self.trace_round(round, start);
+                if self.lane.is_traced() && round != Round::Searched {
+                    self.lane.round(round, start);
                 }
                 if round == Round::GotSleepy {
                     // About to sleep: free what other workers handed back
@@ -523,16 +415,14 @@ pub(crate) fn main_loop(
         tick: Cell::new(0),
         lifo_polls: Cell::new(0),
         marked_blocked: Cell::new(false),
-        removals: RefCell::new(Vec::with_capacity(REMOVAL_BATCH)),
+        removals: Removals::new(),
         io_batch: Cell::new(None),
         io_wakers: Cell::new(Vec::new()),
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
         ids: Cell::new((0, 0)),
-        local: RefCell::new(VecDeque::new()),
-        local_turn: Cell::new(false),
-        local_live: Cell::new(0),
-        traced: registry.timeline().is_some(),
+        local: LocalTasks::default(),
+        lane: WorkerLane::new(registry.timeline_shared(), index),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
@@ -550,7 +440,8 @@ pub(crate) fn main_loop(
     }
     this.wait_until(&this.info().terminate);
     // Shutdown: our `spawn_local` tasks can only be dropped here.
-    this.cancel_local_tasks();
+    this.local
+        .cancel_all(this.registry.tasks(), index, &this.info().inbox);
     // Drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {

@@ -20,7 +20,7 @@
 //!   the tickles of those tasks may have counted on it while it was idle.
 
 use super::{Work, WorkerThread};
-use crate::scheduler::driver::IoDriver;
+use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::timeline::Kind;
 use crate::sleep::Park;
 use crate::task::Runnable;
@@ -172,7 +172,8 @@ impl WorkerThread {
                         let rest = self.worker.len();
                         self.stolen.set(rest);
                         self.stats().bump_owned(|s| &s.steals, 1 + rest as u64);
-                        self.trace_instant(Kind::Steal, (victim as u64) << 32 | (1 + rest as u64));
+                        self.lane
+                            .instant(Kind::Steal, (victim as u64) << 32 | (1 + rest as u64));
                         return Some(Work::Task(r));
                     }
                     Steal::Retry => retry = true,
@@ -190,7 +191,7 @@ impl WorkerThread {
         let r = steal_one(|| self.registry.injector().steal_batch_and_pop(&self.worker))?;
         let rest = self.worker.len().saturating_sub(before);
         self.stolen.set(rest);
-        self.trace_instant(Kind::Injector, 1 + rest as u64);
+        self.lane.instant(Kind::Injector, 1 + rest as u64);
         Some(r)
     }
 

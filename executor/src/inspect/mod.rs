@@ -6,7 +6,7 @@
 //!
 //! What the workers themselves record lives on the floors below: task ids
 //! and the coarse clock of task ages in `task/` (`id.rs`, `clock.rs`), the
-//! current task in `context.rs`, the worker timeline in
+//! current task in `context/mod.rs`, the worker timeline in
 //! `scheduler/timeline.rs`.
 //!
 //! # Invariants
