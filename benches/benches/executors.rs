@@ -6,10 +6,15 @@
 //! cargo bench -p benches -- ping_pong    # one group
 //! ```
 //!
-//! Each measurement starts a fresh runtime, lets it settle, and times only
-//! the workload. `idle_cpu` reports the CPU time an idle runtime burns over
-//! 500 ms (as criterion's "time"); `sparse_wake` times the whole exchange.
-//! `task_memory` is a byte count, not a time: it is only in `compare`.
+//! Each measurement starts a fresh runtime (rayon's reference included),
+//! lets it settle for `SETTLE`, times only the workload, and then checks its
+//! result against the checksum computed without any executor
+//! (`workloads::expected`, as `compare` does): a runtime that loses or
+//! repeats work fails the bench instead of looking fast. `idle_cpu` reports
+//! the CPU time an idle runtime burns over 500 ms (as criterion's "time");
+//! `sparse_wake` times the whole exchange and checks that every message
+//! arrived. `task_memory` is a byte count, not a time: it is only in
+//! `compare`.
 
 use benches::exec::{AsyncExecutor, Exec, Local, Pool, Tokio};
 use benches::workloads as w;
@@ -18,16 +23,38 @@ use std::time::{Duration, Instant};
 
 const WORKERS: usize = 2;
 
-fn timed<E: Exec>(iters: u64, f: fn(&E) -> u64) -> Duration {
+/// How long a fresh runtime settles (its threads started and asleep) before
+/// the workload is timed.
+const SETTLE: Duration = Duration::from_millis(5);
+
+/// `iters` runs of workload `name`, each on a runtime of its own that
+/// `start` makes: the time of the workloads alone, each result checked.
+fn timed_with<R>(
+    iters: u64,
+    name: &str,
+    on: &str,
+    start: impl Fn() -> R,
+    f: impl Fn(&R) -> u64,
+) -> Duration {
+    // Inputs (quicksort's data) are generated before any timing.
+    let expected = w::expected(name);
     let mut total = Duration::ZERO;
     for _ in 0..iters {
-        let e = E::start(WORKERS);
-        std::thread::sleep(Duration::from_millis(5));
+        let runtime = start();
+        std::thread::sleep(SETTLE);
         let t = Instant::now();
-        std::hint::black_box(f(&e));
+        let sum = std::hint::black_box(f(&runtime));
         total += t.elapsed();
+        drop(runtime);
+        if let Some(expected) = expected {
+            assert_eq!(sum, expected, "{name} on {on}: wrong checksum");
+        }
     }
     total
+}
+
+fn timed<E: Exec>(iters: u64, name: &str, f: fn(&E) -> u64) -> Duration {
+    timed_with(iters, name, E::NAME, || E::start(WORKERS), f)
 }
 
 macro_rules! group {
@@ -36,7 +63,7 @@ macro_rules! group {
         g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
         $(
             g.bench_function(BenchmarkId::from_parameter(<$e>::NAME), |b| {
-                b.iter_custom(|iters| timed::<$e>(iters, w::$f::<$e>))
+                b.iter_custom(|iters| timed::<$e>(iters, $name, w::$f::<$e>))
             });
         )*
         g.finish();
@@ -99,12 +126,15 @@ fn rayon_references(c: &mut Criterion) {
     ] {
         let mut g = c.benchmark_group(name);
         g.sample_size(10).measurement_time(Duration::from_secs(3));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(WORKERS)
-            .build()
-            .unwrap();
+        // A fresh pool per run, as every other runtime here gets.
+        let start = || {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(WORKERS)
+                .build()
+                .expect("start rayon")
+        };
         g.bench_function(BenchmarkId::from_parameter("rayon"), |b| {
-            b.iter(|| std::hint::black_box(f(&pool)))
+            b.iter_custom(|iters| timed_with(iters, name, "rayon", start, f))
         });
         g.finish();
     }
@@ -127,10 +157,17 @@ fn sparse<E: Exec>(iters: u64, receivers: usize) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         let e = E::start(WORKERS);
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(SETTLE);
         let t = Instant::now();
-        std::hint::black_box(w::sparse_wake(&e, receivers));
+        let latencies = std::hint::black_box(w::sparse_wake(&e, receivers));
         total += t.elapsed();
+        drop(e);
+        assert_eq!(
+            latencies.len() as u64,
+            w::SPARSE_MESSAGES,
+            "sparse_wake on {}: lost messages",
+            E::NAME
+        );
     }
     total
 }

@@ -3,18 +3,28 @@
 use std::process::Command;
 
 #[test]
-fn hello_sums_on_the_pool_and_prints_its_metrics() {
+fn hello_sums_on_the_pool_spreads_the_work_and_prints_its_metrics() {
     let out = Command::new(tests::example_binary("hello"))
         .output()
         .expect("run hello");
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.starts_with("sum of 1..=1000000 = 500000500000"),
+        stdout.starts_with("sum of 1..=100000000 = 5000000050000000 (expected 5000000050000000)"),
         "{stdout}"
     );
+    // Four workers listed, and the CPU-bound tasks did not all run on one:
+    // the spawns from outside woke more than one worker, which stole.
+    let spread: usize = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("the work spread over "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no spread line: {stdout}"));
+    assert!((2..=4).contains(&spread), "{stdout}");
+    assert_eq!(stdout.matches("  pool-worker-").count(), 4, "{stdout}");
     assert!(
-        stdout.contains("metrics: workers 4 spawned 1000"),
+        stdout.contains("metrics: workers 4 spawned 400"),
         "{stdout}"
     );
 }

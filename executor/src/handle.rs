@@ -1,9 +1,9 @@
 //! `Handle`: a cheap, cloneable reference to a pool.
 
 use crate::context;
+use crate::inspect::dump::{self, TaskInfo};
 use crate::scheduler::{Metrics, Registry};
 use crate::task::JoinHandle;
-use crate::inspect::dump::{self, TaskInfo};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;

@@ -94,9 +94,9 @@ mod task;
 mod context;
 mod scheduler;
 // 4. I/O, fork-join, seeing inside.
+mod inspect;
 pub mod io;
 mod join;
-mod inspect;
 // 5. The public API.
 mod builder;
 mod handle;
@@ -116,6 +116,7 @@ mod models;
 pub use builder::Builder;
 pub use context::task_id;
 pub use handle::{EnterGuard, Handle};
+pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
 pub use join::{join, scope, Scope};
 pub use join_set::JoinSet;
 pub use pool::Pool;
@@ -124,7 +125,6 @@ pub use scheduler::coop::{consume_budget, unconstrained};
 pub use scheduler::Metrics;
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
-pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
 
 use std::future::Future;
 use std::pin::Pin;

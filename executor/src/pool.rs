@@ -9,10 +9,10 @@
 
 use crate::context::Entered;
 use crate::handle::Handle;
+use crate::inspect::TaskInfo;
 use crate::scheduler::block_on::block_on;
 use crate::scheduler::{self, Config, Look, Metrics, Threads};
 use crate::task::JoinHandle;
-use crate::inspect::TaskInfo;
 use std::fmt;
 use std::future::Future;
 use std::io;

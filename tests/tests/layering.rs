@@ -787,7 +787,14 @@ fn repo_root() -> PathBuf {
 fn doc_files() -> Vec<PathBuf> {
     let root = repo_root();
     let mut docs = vec![PathBuf::from("README.md")];
-    for dir in ["docs", "executor/src", "macros", "benches", "examples", "tests"] {
+    for dir in [
+        "docs",
+        "executor/src",
+        "macros",
+        "benches",
+        "examples",
+        "tests",
+    ] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&d) else {
@@ -938,9 +945,17 @@ fn every_folder_file_table_lists_exactly_its_files() {
         if let Ok(text) = std::fs::read_to_string(&readme) {
             let tables = file_tables(&text);
             if tables.is_empty() {
-                writeln!(problems, "{shown}/README.md: no file table (`| file | what |`)").unwrap();
+                writeln!(
+                    problems,
+                    "{shown}/README.md: no file table (`| file | what |`)"
+                )
+                .unwrap();
             }
-            sources.extend(tables.into_iter().map(|t| (format!("{shown}/README.md"), t)));
+            sources.extend(
+                tables
+                    .into_iter()
+                    .map(|t| (format!("{shown}/README.md"), t)),
+            );
         }
         if let Ok(text) = std::fs::read_to_string(dir.join("mod.rs")) {
             sources.extend(
@@ -963,12 +978,18 @@ fn every_folder_file_table_lists_exactly_its_files() {
             for entry in &table {
                 let outside = entry.starts_with("../");
                 if !outside && !entry.ends_with('/') && !dir.join(entry).is_file() {
-                    writeln!(problems, "{from}: the file table lists `{entry}`, not a file here")
-                        .unwrap();
+                    writeln!(
+                        problems,
+                        "{from}: the file table lists `{entry}`, not a file here"
+                    )
+                    .unwrap();
                 }
                 if outside && !dir.join(entry).exists() {
-                    writeln!(problems, "{from}: the file table lists `{entry}`, which is gone")
-                        .unwrap();
+                    writeln!(
+                        problems,
+                        "{from}: the file table lists `{entry}`, which is gone"
+                    )
+                    .unwrap();
                 }
             }
         }

@@ -10,9 +10,12 @@ fn an_idle_pool_falls_asleep() {
     watchdog("idle_pool_sleeps", 20, || {
         let p = pool(4);
         wait_until_asleep(&p);
+        // Nothing was posted, so nothing woke a worker: each fell asleep
+        // once and stayed asleep (a worker that woke spuriously, or woke
+        // another, would count a wakeup and sleep again).
         let m = p.metrics();
-        assert!(m.sleeps >= 4, "{m:?}");
-        // After real work, the workers go back to sleep.
+        assert_eq!((m.sleeps, m.wakeups), (4, 0), "{m:?}");
+        // Work from outside wakes workers; after it they all sleep again.
         p.block_on(async {
             let hs: Vec<_> = (0..100).map(|i| pool::spawn(async move { i })).collect();
             for h in hs {
@@ -20,7 +23,11 @@ fn an_idle_pool_falls_asleep() {
             }
         });
         wait_until_asleep(&p);
-        assert!(p.metrics().sleeps > m.sleeps || p.metrics().wakeups == m.wakeups);
+        let after = p.metrics();
+        assert!(
+            after.wakeups > m.wakeups && after.sleeps > m.sleeps,
+            "100 spawns onto a sleeping pool woke nobody: {m:?} -> {after:?}"
+        );
     });
 }
 

@@ -85,7 +85,8 @@ impl fmt::Debug for TcpListener {
     }
 }
 
-/// A TCP connection: [`AsyncRead`] + [`AsyncWrite`], also through `&TcpStream`.
+/// A TCP connection: [`AsyncRead`](futures::io::AsyncRead) +
+/// [`AsyncWrite`](futures::io::AsyncWrite), also through `&TcpStream`.
 ///
 /// # Examples
 ///

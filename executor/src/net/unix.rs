@@ -142,7 +142,8 @@ impl fmt::Debug for UnixListener {
     }
 }
 
-/// A Unix stream connection: [`AsyncRead`] + [`AsyncWrite`], also through
+/// A Unix stream connection: [`AsyncRead`](futures::io::AsyncRead) +
+/// [`AsyncWrite`](futures::io::AsyncWrite), also through
 /// `&UnixStream`.
 ///
 /// # Examples

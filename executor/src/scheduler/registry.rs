@@ -3,14 +3,18 @@
 //!
 //! # Invariants
 //!
-//! * Every runnable enters through `schedule_task` (`spawn.rs`): on a
+//! * A runnable enters through one of three doors, its task's schedule
+//!   function (`spawn.rs`). A task of `spawn` through `schedule_task`: on a
 //!   worker thread of this pool it goes to that worker
 //!   (`WorkerThread::schedule_local`: its LIFO slot or its deque; a push
 //!   onto the deque tickles the sleep manager as an internal job, no fence);
 //!   anywhere else it goes into the injector (`inject`) and tickles as an
 //!   injected job (after the seq-cst fence).
-//! * Blocking tasks (`spawn_blocking`) enter through their own schedule
-//!   function, into the blocking pool's queue: they never reach a worker.
+//! * A `spawn_local` task through `schedule_pinned`: on its worker's thread
+//!   into its local queue, from anywhere else into its inbox (`send_home`,
+//!   which wakes that worker if it sleeps: `sleep/inbox.rs`).
+//! * A blocking task (`spawn_blocking`) through `schedule_blocking`, into
+//!   the blocking pool's queue: it never reaches a worker.
 //! * Once shutdown has begun, new spawns are cancelled at once, and no
 //!   runnable is pushed without being dropped by the shutdown that follows
 //!   (`shutdown.rs` has the steps in order): a push into the injector that

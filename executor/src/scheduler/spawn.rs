@@ -9,10 +9,14 @@
 //! * A task is registered in the live tasks (`OwnedTasks`) before it is
 //!   first scheduled; a spawn after shutdown began, or into a closed
 //!   registry, is cancelled at once.
-//! * Every runnable enters through `schedule_task` (on this pool's worker:
-//!   `WorkerThread::schedule_local`; elsewhere: `Registry::inject`), or, for
-//!   a `spawn_blocking` closure, through `schedule_blocking`, into the
-//!   blocking pool's queue and never onto a worker.
+//! * Every runnable enters through one of three doors, its task's schedule
+//!   function: `schedule_task` for `spawn` (on this pool's worker:
+//!   `WorkerThread::schedule_local`; elsewhere: `Registry::inject`),
+//!   `schedule_pinned` for `spawn_local` (its worker's local queue, or its
+//!   inbox: `Registry::send_home`), `schedule_blocking` for a
+//!   `spawn_blocking` closure (the blocking pool's queue, never a worker).
+//!   A spawn on a worker hands its first schedule to that worker directly
+//!   (`spawn_raw`), as `schedule_task` would.
 
 use super::blocking::BlockingTask;
 use super::registry::Registry;
