@@ -867,6 +867,9 @@ fn every_rs_path_the_docs_cite_exists() {
     let root = repo_root();
     let mut missing = String::new();
     for doc in doc_files() {
+        if doc.ends_with("BENCHMARKS-HISTORY.md") {
+            continue; // the lab notebook names files as they were then
+        }
         let text = std::fs::read_to_string(root.join(&doc)).unwrap();
         for (line, path) in backticked_rs_paths(&text) {
             if OTHER_PROJECTS.iter().any(|p| path.starts_with(p)) {

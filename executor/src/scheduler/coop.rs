@@ -34,7 +34,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Operations one poll of a task may complete. Tokio's is 128 too; measured
-/// with the fairness workload of `compare` (docs/BENCHMARKS.md).
+/// with the fairness workload of `compare` (docs/BENCHMARKS-HISTORY.md).
 pub(crate) const BUDGET: u32 = 128;
 
 /// The budget outside a task's poll, and inside `unconstrained`.

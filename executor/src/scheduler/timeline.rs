@@ -19,7 +19,7 @@
 //!   overwritten, and the JSON says how many were lost.
 //! * Timestamps come from one clock for all lanes: the TSC on x86_64
 //!   (about 10 ns a reading against 25 ns for `Instant::now` on the machine
-//!   of `docs/BENCHMARKS.md`), scaled to nanoseconds by two readings of both
+//!   of `docs/BENCHMARKS-HISTORY.md`), scaled to nanoseconds by two readings of both
 //!   clocks, at the start and when written; elsewhere `Instant`.
 //! * `woken_by` is written by the thread that wakes a sleeping worker,
 //!   before it wakes it (under the sleeper's lock), and taken by the woken

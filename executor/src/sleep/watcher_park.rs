@@ -28,7 +28,7 @@
 //!   to post work), which wakes a sleeper at once. In that order: posting
 //!   first started a spawned task sooner but made a woken one's start
 //!   bimodal (0.1 or 0.8-1.5 ms), and so did leaving the watcher parked
-//!   until a second put (docs/BENCHMARKS.md, "Fourth step: the first put
+//!   until a second put (docs/BENCHMARKS-HISTORY.md, "Fourth step: the first put
 //!   after the pool slept is posted").
 //! * In a pool with a stall handler, every wake of a sleeping worker
 //!   unparks the watcher too (`worker_woke`, from `Sleep::sleeper_left`, the

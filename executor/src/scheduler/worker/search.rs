@@ -38,7 +38,7 @@ const INJECTOR_INTERVAL: u32 = 61;
 /// the driver), so that readiness is seen while every worker is busy.
 /// Tokio uses 61 as well. Measured with `http_load --only pool,tokio
 /// --variants work,hello` at 17, 61 and 251: req/s within 1.07x-1.24x of
-/// tokio for all three, no trend above the noise (docs/BENCHMARKS.md).
+/// tokio for all three, no trend above the noise (docs/BENCHMARKS-HISTORY.md).
 const DRIVER_INTERVAL: u32 = 61;
 
 /// Runs in a row from the LIFO slot before its task goes behind the deque
