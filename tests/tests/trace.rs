@@ -268,8 +268,19 @@ fn a_panicking_stall_handler_does_not_stop_the_reports() {
             .build()
             .unwrap();
         let mut ids = vec![];
-        for _ in 0..2 {
-            let h = pool.spawn(async { std::thread::sleep(Duration::from_millis(120)) });
+        for n in 1..=2 {
+            // The poll lasts until its own report (at most 5 s), not a
+            // fixed time: the watcher runs the panic hook of the report
+            // before (a backtrace, under RUST_BACKTRACE=1 and a loaded
+            // machine, can take longer than a short poll), and only a
+            // watcher that stopped reporting leaves this poll unreported.
+            let c = calls.clone();
+            let h = pool.spawn(async move {
+                let start = Instant::now();
+                while c.lock().unwrap().len() < n && start.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
             ids.push(h.id());
             pool.block_on(h).unwrap();
         }
