@@ -191,6 +191,35 @@ fn inline_module_depth(code: &str) -> Vec<usize> {
     depth
 }
 
+/// Every `super::` path of `code` (a file of module `me`) that climbs out
+/// of the file's own module: where it stands, the module it climbs to (the
+/// crate root is `[]`) and the path after its `super::`s. Inline modules
+/// (`mod tests { .. }`, `depth`) are climbed out of first.
+fn climbs_out<'a>(
+    code: &'a str,
+    depth: &[usize],
+    me: &[String],
+) -> Vec<(usize, Vec<String>, &'a str)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("super::") {
+        if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
+            continue; // part of a longer name, or the second `super` of a climb
+        }
+        let mut rest = &code[at..];
+        let mut climbs: usize = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = r;
+        }
+        let climbs = climbs.saturating_sub(depth[at]);
+        if climbs > 0 {
+            out.push((at, me[..me.len().saturating_sub(climbs)].to_vec(), rest));
+        }
+    }
+    out
+}
+
 /// The top-level modules a file refers to, with the line of each reference.
 fn references(file: &Path, src: &str) -> Vec<(usize, String)> {
     let code = code_only(src);
@@ -226,23 +255,7 @@ fn references(file: &Path, src: &str) -> Vec<(usize, String)> {
             refs.push((line_of(at), ident(rest).to_string()));
         }
     }
-    for (at, _) in code.match_indices("super::") {
-        if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
-            continue; // part of a longer name, or the second `super` of a climb
-        }
-        // Climbing out of inline modules first, then out of the file's own
-        // module path.
-        let mut rest = &code[at..];
-        let mut climbs: usize = 0;
-        while let Some(r) = rest.strip_prefix("super::") {
-            climbs += 1;
-            rest = r;
-        }
-        let climbs = climbs.saturating_sub(depth[at]);
-        if climbs == 0 {
-            continue;
-        }
-        let base = &me[..me.len().saturating_sub(climbs)];
+    for (at, base, rest) in climbs_out(&code, &depth, &me) {
         let target = match base.first() {
             Some(top) => top.clone(),
             None => ident(rest).to_string(), // the crate root
@@ -394,25 +407,18 @@ fn use_tree_paths(s: &str) -> Vec<Vec<String>> {
             for (k, c) in group.char_indices() {
                 match c {
                     '{' => level += 1,
-                    '}' if level == 0 => {
-                        for item in [&group[start..k]] {
-                            for mut p in use_tree_paths(item) {
-                                let mut full = prefix.clone();
-                                full.append(&mut p);
-                                out.push(full);
-                            }
-                        }
-                        return out;
-                    }
-                    '}' => level -= 1,
-                    ',' if level == 0 => {
+                    '}' | ',' if level == 0 => {
                         for mut p in use_tree_paths(&group[start..k]) {
                             let mut full = prefix.clone();
                             full.append(&mut p);
                             out.push(full);
                         }
+                        if c == '}' {
+                            return out;
+                        }
                         start = k + 1;
                     }
+                    '}' => level -= 1,
                     _ => {}
                 }
             }
@@ -496,27 +502,13 @@ impl ImportGraph {
                 }
                 targets.extend(use_tree_paths(&code[at + "crate::".len()..]));
             }
-            for (at, _) in code.match_indices("super::") {
-                if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
-                    continue;
-                }
-                let mut rest = &code[at..];
-                let mut climbs: usize = 0;
-                while let Some(r) = rest.strip_prefix("super::") {
-                    climbs += 1;
-                    rest = r;
-                }
-                let climbs = climbs.saturating_sub(depth[at]);
-                if climbs == 0 {
-                    continue;
-                }
-                let base = &me[..me.len().saturating_sub(climbs)];
+            for (_, base, rest) in climbs_out(code, &depth, &me) {
                 for p in use_tree_paths(rest) {
                     targets.push(base.iter().cloned().chain(p).collect());
                 }
             }
             // A child module named from its parent (`use search::X`, `search::f()`).
-            for (j, child) in graph.files.iter().enumerate() {
+            for child in &graph.files {
                 if child.len() != me.len() + 1 || !child.starts_with(&me) {
                     continue;
                 }
@@ -525,7 +517,6 @@ impl ImportGraph {
                     if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':') {
                         continue;
                     }
-                    let _ = j;
                     for p in use_tree_paths(&code[at..]) {
                         targets.push(me.iter().cloned().chain(p).collect());
                     }
