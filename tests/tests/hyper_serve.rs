@@ -316,3 +316,35 @@ fn the_connector_refuses_https_unless_told_and_resolves_names() {
         });
     });
 }
+
+/// With pool's `axum` feature, axum's own `ConnectInfo<SocketAddr>`
+/// extractor works under `pool::hyper::serve` (without it, axum answers
+/// 500: "Missing request extension").
+#[test]
+fn axum_connect_info_is_the_peer_address() {
+    use axum::extract::ConnectInfo;
+    watchdog("serve: axum ConnectInfo", 30, || {
+        pool().block_on(async {
+            let app = axum::Router::new().route(
+                "/",
+                axum::routing::get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move {
+                    format!("peer {peer}")
+                }),
+            );
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = pool::spawn(pool::hyper::serve(listener, app));
+            let (reply, local) = pool::spawn_blocking(move || {
+                raw_request(
+                    addr,
+                    "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                )
+            })
+            .await
+            .unwrap();
+            assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+            assert!(reply.ends_with(&format!("peer {local}")), "{reply}");
+            server.abort();
+        });
+    });
+}

@@ -6,7 +6,9 @@
 //!   [`net::UnixListener`](crate::net::UnixListener) accepts, for an axum
 //!   `Router`, tonic's `Routes`, any `tower::Service` or `hyper::service::Service`,
 //!   with [`Serve::with_graceful_shutdown`]. Each request carries the
-//!   client's address as a [`PeerAddr`] extension.
+//!   client's address as a [`PeerAddr`] extension, and, with pool's cargo
+//!   feature `axum`, as axum's `ConnectInfo` too, so axum's
+//!   `ConnectInfo<SocketAddr>` extractor works as under `axum::serve`.
 //! * [`Connector`] connects hyper-util's client (`hyper_util::client::legacy::Client`)
 //!   over [`net::TcpStream`](crate::net::TcpStream), resolving names off the workers.
 //! * [`Io`] turns any futures-io stream into hyper's `rt::Read` + `rt::Write`;

@@ -79,7 +79,9 @@ impl Listener for UnixListener {
 }
 
 /// The client's address, in every request's extensions (axum:
-/// `Extension<PeerAddr<SocketAddr>>`; hyper: `req.extensions().get::<PeerAddr<_>>()`).
+/// `Extension<PeerAddr<SocketAddr>>`, or, with pool's cargo feature `axum`,
+/// axum's own `ConnectInfo<SocketAddr>`; hyper:
+/// `req.extensions().get::<PeerAddr<_>>()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PeerAddr<A>(pub A);
 
@@ -389,6 +391,11 @@ where
 
     fn call(&self, mut req: Request<Incoming>) -> S::Future {
         req.extensions_mut().insert(self.peer.clone());
+        // axum's `ConnectInfo<A>` extractor reads this (what `axum::serve`
+        // with `into_make_service_with_connect_info` would insert).
+        #[cfg(feature = "axum")]
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer.0.clone()));
         self.inner.call(req)
     }
 }
