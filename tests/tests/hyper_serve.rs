@@ -348,3 +348,44 @@ fn axum_connect_info_is_the_peer_address() {
         });
     });
 }
+
+/// A handler that panics closes its own connection (the client gets no
+/// reply; serve says why on stderr, in pool's words) and nothing else: the
+/// server keeps serving the next connection.
+#[test]
+fn a_panicking_handler_closes_its_connection_and_the_server_goes_on() {
+    watchdog("serve: handler panics", 30, || {
+        pool().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                if req.uri().path() == "/panic" {
+                    panic!("handler bug");
+                }
+                Ok::<_, Infallible>(text("fine"))
+            });
+            let server = pool::spawn(pool::hyper::serve(listener, service));
+            let request = |path: &'static str| {
+                pool::spawn_blocking(move || {
+                    raw_request(
+                        addr,
+                        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+                    )
+                    .0
+                })
+            };
+            assert_eq!(
+                request("/panic").await.unwrap(),
+                "",
+                "a reply after a panic"
+            );
+            let reply = request("/ok").await.unwrap();
+            assert!(
+                reply.starts_with("HTTP/1.1 200") && reply.ends_with("fine"),
+                "{reply}"
+            );
+            assert!(!server.is_finished(), "serve ended with a handler's panic");
+            server.abort();
+        });
+    });
+}

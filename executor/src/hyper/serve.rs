@@ -31,6 +31,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::io;
+use std::panic::AssertUnwindSafe;
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -343,7 +344,7 @@ where
         let builder = builder.clone();
         let closing = closing.clone();
         let alive = alive_tx.clone();
-        drop(crate::spawn(async move {
+        let connection = async move {
             // Held until the connection is done (`alive` above).
             let _alive = alive;
             let mut closing = closing;
@@ -361,6 +362,19 @@ where
             if !finished {
                 conn.as_mut().graceful_shutdown();
                 let _ = conn.await;
+            }
+        };
+        drop(crate::spawn(async move {
+            // A handler's panic closes its connection (the client sees it
+            // closed with no reply): say so, in pool's words, with what to
+            // do when it is tokio code that found no tokio runtime
+            // (`JoinError`'s message). The panic hook has already printed
+            // where it panicked.
+            if let Err(payload) = AssertUnwindSafe(connection).catch_unwind().await {
+                eprintln!(
+                    "pool::hyper::serve: closed a connection whose {}",
+                    crate::JoinError::panic(payload)
+                );
             }
         }));
     }

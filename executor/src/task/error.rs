@@ -50,6 +50,8 @@ impl JoinError {
         }
     }
 
+    /// The error of a task whose poll panicked with `payload` (also how
+    /// `pool::hyper::serve` words a connection's panic).
     pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
         let message = payload
             .downcast_ref::<&'static str>()
@@ -140,11 +142,38 @@ impl fmt::Display for JoinError {
         match &*self.repr {
             Repr::Cancelled => f.write_str("task was cancelled"),
             Repr::Panic(panic) => match &panic.message {
-                Some(m) => write!(f, "task panicked: {m}"),
+                Some(m) => match tokio_hint(m) {
+                    Some(hint) => write!(f, "task panicked: {m} ({hint})"),
+                    None => write!(f, "task panicked: {m}"),
+                },
                 None => f.write_str("task panicked"),
             },
         }
     }
+}
+
+/// What to do about a panic of tokio-typed code that found no tokio
+/// runtime (tokio's "there is no reactor running, must be called from the
+/// context of a Tokio 1.x runtime", sqlx's "this functionality requires a
+/// Tokio context"), in pool's words; `None` for any other panic message.
+pub(crate) fn tokio_hint(message: &str) -> Option<&'static str> {
+    let tokio_missing = message.contains("no reactor running")
+        || message.contains("context of a Tokio 1.x runtime")
+        || message.contains("requires a Tokio context");
+    if !tokio_missing {
+        return None;
+    }
+    Some(if cfg!(feature = "tokio-compat") {
+        "pool: tokio-typed code ran on a thread that is not the pool's: \
+         `tokio-compat` gives the pool's own threads (workers, blocking \
+         threads, `Pool::block_on`) a tokio runtime, not others; run it in \
+         a pool task (`pool::spawn`) or inside `Pool::block_on`"
+    } else {
+        "pool: tokio-typed code (a tokio socket, timer, `tokio::spawn`, or a \
+         library built on them) needs a tokio runtime: turn on pool's \
+         `tokio-compat` cargo feature (features = [\"tokio-compat\"]), \
+         which gives every pool's threads one"
+    })
 }
 
 impl fmt::Debug for JoinError {
@@ -163,6 +192,26 @@ impl std::error::Error for JoinError {}
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    /// tokio's and sqlx's messages for a missing runtime get pool's hint;
+    /// any other panic is shown as it is.
+    #[test]
+    fn a_tokio_context_panic_says_what_to_turn_on() {
+        for message in [
+            "there is no reactor running, must be called from the context of a Tokio 1.x runtime",
+            "this functionality requires a Tokio context",
+        ] {
+            let err = super::JoinError::panic(Box::new(message));
+            let shown = err.to_string();
+            assert!(
+                shown.starts_with(&format!("task panicked: {message} (pool: ")),
+                "{shown}"
+            );
+            assert!(shown.contains("tokio-compat"), "{shown}");
+        }
+        let err = super::JoinError::panic(Box::new("boom"));
+        assert_eq!(err.to_string(), "task panicked: boom");
+    }
+
     #[test]
     fn join_error_is_one_pointer_wide() {
         assert_eq!(
