@@ -376,10 +376,17 @@ pub mod __private {
     /// # Panics
     ///
     /// If the pool cannot start, with the attribute's name and the reason.
-    pub fn pool_for_macro(worker_threads: Option<usize>, attribute: &str) -> crate::Pool {
+    pub fn pool_for_macro(
+        worker_threads: Option<usize>,
+        thread_name: Option<&str>,
+        attribute: &str,
+    ) -> crate::Pool {
         let mut builder = crate::Builder::new();
         if let Some(n) = worker_threads {
             builder = builder.worker_threads(n);
+        }
+        if let Some(name) = thread_name {
+            builder = builder.thread_name(name);
         }
         builder
             .build()

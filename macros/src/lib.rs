@@ -21,15 +21,16 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str = "`worker_threads`";
+const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
-/// `pool::Pool` (`worker_threads = N` workers, or the default) with
+/// `pool::Pool` (`worker_threads = N` workers, or the default; threads
+/// named `thread_name = "NAME"`, as `Builder::thread_name`) with
 /// `block_on`. A `main` that returns a value (`Result<(), E>` included)
 /// returns it, so `?` works in the body.
 ///
 /// ```
-/// #[pool::main(worker_threads = 4)]
+/// #[pool::main(worker_threads = 4, thread_name = "app")]
 /// async fn main() -> std::io::Result<()> {
 ///     let n = pool::spawn(async { 6 * 7 }).await.unwrap();
 ///     println!("{n}");
@@ -73,10 +74,11 @@ impl Kind {
     }
 }
 
-/// What the arguments asked for.
+/// What the arguments asked for, each with the span of its name.
 #[derive(Default)]
 struct Config {
     worker_threads: Option<(usize, Span)>,
+    thread_name: Option<(String, Span)>,
 }
 
 fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
@@ -142,39 +144,76 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             .get_ident()
             .map(ToString::to_string)
             .unwrap_or_else(|| meta.path().to_token_stream().to_string());
-        if name != "worker_threads" {
-            errors.push(syn::Error::new_spanned(
-                meta.path(),
-                format!("unknown argument `{name}`; the known arguments are: {KNOWN_ARGUMENTS}"),
-            ));
-            continue;
-        }
+        let example = match name.as_str() {
+            "worker_threads" => "`worker_threads = 4`",
+            "thread_name" => "`thread_name = \"app\"`",
+            _ => {
+                errors.push(syn::Error::new_spanned(
+                    meta.path(),
+                    format!(
+                        "unknown argument `{name}`; the known arguments are: {KNOWN_ARGUMENTS}"
+                    ),
+                ));
+                continue;
+            }
+        };
         let value = match &meta {
             Meta::NameValue(nv) => &nv.value,
             _ => {
                 errors.push(syn::Error::new_spanned(
                     &meta,
-                    "`worker_threads` needs a value, like `worker_threads = 4`",
+                    format!("`{name}` needs a value, like {example}"),
                 ));
                 continue;
             }
         };
-        let parsed = parse_worker_threads(value);
-        if let Some((_, first)) = config.worker_threads {
+        let first = match name.as_str() {
+            "worker_threads" => config.worker_threads.as_ref().map(|(_, s)| *s),
+            _ => config.thread_name.as_ref().map(|(_, s)| *s),
+        };
+        if let Some(first) = first {
             let mut e = syn::Error::new_spanned(
                 meta.path(),
-                "`worker_threads` is given twice; remove one of them",
+                format!("`{name}` is given twice; remove one of them"),
             );
             e.combine(syn::Error::new(first, "first given here"));
             errors.push(e);
             continue;
         }
-        match parsed {
-            Ok(n) => config.worker_threads = Some((n, meta.path().span())),
-            Err(e) => errors.push(e),
+        let span = meta.path().span();
+        let parsed = match name.as_str() {
+            "worker_threads" => {
+                parse_worker_threads(value).map(|n| config.worker_threads = Some((n, span)))
+            }
+            _ => parse_thread_name(value).map(|s| config.thread_name = Some((s, span))),
+        };
+        if let Err(e) = parsed {
+            errors.push(e);
         }
     }
     config
+}
+
+/// A thread name: a non-empty string literal with no NUL byte (what
+/// `Builder::thread_name` would refuse at run time is refused here).
+fn parse_thread_name(value: &Expr) -> Result<String, syn::Error> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(s), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`thread_name` takes a string literal, like `thread_name = \"app\"`",
+        ));
+    };
+    let name = s.value();
+    if name.is_empty() || name.contains('\0') {
+        return Err(syn::Error::new_spanned(
+            s,
+            "`thread_name` must be a non-empty name without NUL bytes, like `thread_name = \"app\"`",
+        ));
+    }
+    Ok(name)
 }
 
 fn parse_worker_threads(value: &Expr) -> Result<usize, syn::Error> {
@@ -255,11 +294,15 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         Some((n, span)) => quote_spanned!(span=> ::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     };
+    let name = match &config.thread_name {
+        Some((name, span)) => quote_spanned!(*span=> ::core::option::Option::Some(#name)),
+        None => quote!(::core::option::Option::None),
+    };
     let attribute = kind.attribute();
     // The call spans the body's braces, so a mismatch between the body's
     // value and the declared return type points at the user's body.
     let run = quote_spanned! {block.span()=>
-        ::pool::__private::pool_for_macro(#workers, #attribute).block_on(body)
+        ::pool::__private::pool_for_macro(#workers, #name, #attribute).block_on(body)
     };
     let body: syn::Block = syn::parse_quote! {{
         let body = async #block;

@@ -19,6 +19,15 @@ async fn runs_on_a_fresh_pool_with_the_requested_workers() {
     assert_eq!(Handle::current().metrics().spawned, 1);
 }
 
+/// `thread_name` names the pool's threads, as `Builder::thread_name`.
+#[pool::test(worker_threads = 1, thread_name = "macro-named")]
+async fn thread_name_names_the_pools_threads() {
+    let name = pool::spawn(async { std::thread::current().name().map(str::to_owned) })
+        .await
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("macro-named-0"));
+}
+
 #[pool::test(worker_threads = 1)]
 async fn another_test_gets_its_own_pool() {
     let m = Handle::current().metrics();

@@ -21,6 +21,7 @@
 
 use super::config::BlockingConfig;
 use super::registry::Registry;
+use super::thread_name::ThreadKind;
 use crate::context;
 use crate::task::{cancel, Runnable};
 use parking_lot::{Condvar, Mutex};
@@ -94,13 +95,15 @@ impl BlockingPool {
             return; // the closure waits its turn
         }
         let id = st.next_id;
-        let mut builder =
-            thread::Builder::new().name(format!("{}-blocking-{id}", self.config.thread_name));
+        let mut builder = thread::Builder::new();
         if let Some(bytes) = self.config.stack_size {
             builder = builder.stack_size(bytes);
         }
         let r = Arc::clone(registry);
-        match builder.spawn(move || r.blocking().run_thread(&r, id)) {
+        let kind = ThreadKind::Blocking(id);
+        match kind.spawn(&self.config.thread_name, builder, move || {
+            r.blocking().run_thread(&r, id)
+        }) {
             Ok(handle) => {
                 st.next_id += 1;
                 st.threads += 1;

@@ -89,6 +89,12 @@ impl Config {
                 "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
             )));
         }
+        let name = &self.blocking.thread_name;
+        if name.is_empty() || name.contains('\0') {
+            return Err(invalid_input(format!(
+                "thread_name must be a non-empty name without NUL bytes, got {name:?}"
+            )));
+        }
         if self.blocking.max_threads == 0 {
             return Err(invalid_input(
                 "max_blocking_threads must be at least 1 (spawn_blocking needs a thread), got 0"

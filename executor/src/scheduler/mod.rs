@@ -22,6 +22,7 @@
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
 //! | `threads.rs` | `Threads`: the threads a shutdown joins |
+//! | `thread_name.rs` | `ThreadKind`: each thread's full name and the short one `ps` and `top` show |
 //! | `shutdown.rs` | the shutdown, its six steps in order |
 //! | `shutdown_state.rs` | `ShutdownState`: what spawns read of a shutdown, and the workers' exits |
 //! | `global.rs` | the global pool |
@@ -42,6 +43,7 @@ mod shutdown;
 mod shutdown_state;
 mod spawn;
 mod start;
+mod thread_name;
 mod threads;
 mod timeline;
 #[cfg(feature = "tokio-compat")]

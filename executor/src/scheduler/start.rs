@@ -15,6 +15,7 @@ use super::config::Config;
 use super::io_driver::{Driver, IoDriver};
 use super::registry::Registry;
 use super::shutdown::shutdown;
+use super::thread_name::ThreadKind;
 use super::threads::Threads;
 use super::watcher::{self, Look};
 use super::worker;
@@ -76,18 +77,20 @@ pub(crate) fn start(
     #[cfg(feature = "tokio-compat")]
     registry.start_tokio(&thread_name)?;
     for (index, (deque, jobs)) in deques.into_iter().enumerate() {
-        let mut builder = thread::Builder::new().name(format!("{thread_name}-{index}"));
+        let mut builder = thread::Builder::new();
         if let Some(bytes) = stack_size {
             builder = builder.stack_size(bytes);
         }
         let r = Arc::clone(&registry);
-        let thread = builder.spawn(move || worker::main_loop(r, index, deque, jobs))?;
+        let thread = ThreadKind::Worker(index).spawn(&thread_name, builder, move || {
+            worker::main_loop(r, index, deque, jobs)
+        })?;
         starting.threads.workers.push(thread);
     }
     let r = Arc::clone(&registry);
-    let watcher = thread::Builder::new()
-        .name(format!("{thread_name}-watcher"))
-        .spawn(move || watcher::run(r, look))?;
+    let watcher = ThreadKind::Watcher.spawn(&thread_name, thread::Builder::new(), move || {
+        watcher::run(r, look)
+    })?;
     starting.threads.watcher = Some(watcher);
     let threads = starting.finish();
     Ok((registry, threads))

@@ -32,6 +32,7 @@
 //! running `spawn_blocking` closure is not waited for).
 
 use super::registry::Registry;
+use super::thread_name::{set_kernel_name, ThreadKind};
 use crate::context;
 use futures::channel::oneshot;
 use parking_lot::Mutex;
@@ -50,9 +51,13 @@ impl TokioCompat {
     /// Build the runtime and start its thread.
     pub(super) fn start(registry: &Arc<Registry>, thread_name: &str) -> io::Result<TokioCompat> {
         let weak: Weak<Registry> = Arc::downgrade(registry);
+        let prefix = thread_name.to_owned();
         let on_start = {
             let weak = weak.clone();
+            let prefix = prefix.clone();
             move || {
+                // Its short name in the kernel (tokio named it in full).
+                set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
                 if let Some(registry) = weak.upgrade() {
                     // Kept until the thread ends (see `on_thread_stop`).
                     std::mem::forget(context::enter_blocking_thread(&registry));
@@ -61,24 +66,22 @@ impl TokioCompat {
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .thread_name(format!("{thread_name}-tokio-blocking"))
+            .thread_name(ThreadKind::TokioBlocking.full_name(&prefix))
             .on_thread_start(on_start)
             .on_thread_stop(context::leave_thread_pool)
             .build()?;
         let handle = runtime.handle().clone();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let r = Arc::clone(registry);
-        let thread = thread::Builder::new()
-            .name(format!("{thread_name}-tokio"))
-            .spawn(move || {
-                let current = context::enter_blocking_thread(&r);
-                // Drop our strong reference before the pool's shutdown
-                // waits for this thread; the thread-local holds another.
-                drop(r);
-                let _ = runtime.block_on(stop_rx);
-                runtime.shutdown_background();
-                drop(current);
-            })?;
+        let thread = ThreadKind::Tokio.spawn(thread_name, thread::Builder::new(), move || {
+            let current = context::enter_blocking_thread(&r);
+            // Drop our strong reference before the pool's shutdown
+            // waits for this thread; the thread-local holds another.
+            drop(r);
+            let _ = runtime.block_on(stop_rx);
+            runtime.shutdown_background();
+            drop(current);
+        })?;
         Ok(TokioCompat {
             handle,
             stop: Mutex::new(Some((stop_tx, thread))),

@@ -1,0 +1,123 @@
+//! The names of a pool's threads. Each thread has two: its full name
+//! (`std::thread::current().name()`, the one a panic message shows) and the
+//! one the kernel keeps for `ps -L`, `top` and `/proc/PID/task/TID/comm`,
+//! at most 15 bytes. Left to the kernel, a long name loses its end, which is
+//! where the kinds differ (`pool-worker-watcher`, `pool-worker-blocking-3`,
+//! `pool-worker-tokio` and `pool-worker-tokio-blocking` all showed as
+//! `pool-worker-...` cut at 15), so the short name keeps the kind (and the
+//! index) whole and cuts the prefix instead:
+//!
+//! | thread | full name | short name, prefix `pool-worker` |
+//! |---|---|---|
+//! | worker `i` | `NAME-i` | `pool-worker-0` |
+//! | the watcher | `NAME-watcher` | `pool-work-watch` |
+//! | blocking thread `k` | `NAME-blocking-k` | `pool-work-blk12` |
+//! | the tokio thread (`tokio-compat`) | `NAME-tokio` | `pool-worker-tok` |
+//! | a tokio blocking thread | `NAME-tokio-blocking` | `pool-worke-tblk` |
+
+use std::io;
+use std::thread;
+
+/// A kind of thread a pool runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ThreadKind {
+    Worker(usize),
+    Watcher,
+    Blocking(usize),
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    Tokio,
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    TokioBlocking,
+}
+
+/// The most bytes of a thread name the kernel keeps (16 with the NUL).
+const KERNEL_NAME_MAX: usize = 15;
+
+impl ThreadKind {
+    /// The full name of this kind of thread of pool `prefix`.
+    pub(crate) fn full_name(self, prefix: &str) -> String {
+        match self {
+            ThreadKind::Worker(i) => format!("{prefix}-{i}"),
+            ThreadKind::Watcher => format!("{prefix}-watcher"),
+            ThreadKind::Blocking(k) => format!("{prefix}-blocking-{k}"),
+            ThreadKind::Tokio => format!("{prefix}-tokio"),
+            ThreadKind::TokioBlocking => format!("{prefix}-tokio-blocking"),
+        }
+    }
+
+    /// The name the kernel shows: the full name if it fits, else the prefix
+    /// cut (at a character boundary) so that the kind's short suffix fits.
+    pub(crate) fn short_name(self, prefix: &str) -> String {
+        let full = self.full_name(prefix);
+        if full.len() <= KERNEL_NAME_MAX {
+            return full;
+        }
+        let suffix = match self {
+            ThreadKind::Worker(i) => format!("-{i}"),
+            ThreadKind::Watcher => "-watch".to_string(),
+            ThreadKind::Blocking(k) => format!("-blk{k}"),
+            ThreadKind::Tokio => "-tok".to_string(),
+            ThreadKind::TokioBlocking => "-tblk".to_string(),
+        };
+        let mut keep = KERNEL_NAME_MAX
+            .saturating_sub(suffix.len())
+            .min(prefix.len());
+        while !prefix.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        // A prefix cut just after a dash would show two in a row.
+        format!("{}{suffix}", prefix[..keep].trim_end_matches('-'))
+    }
+
+    /// Start a thread of this kind for pool `prefix` with `builder` (its
+    /// stack size, say): std names it with the full name, and the thread
+    /// gives itself its short name in the kernel before it runs `f`.
+    pub(crate) fn spawn<T: Send + 'static>(
+        self,
+        prefix: &str,
+        builder: thread::Builder,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> io::Result<thread::JoinHandle<T>> {
+        let short = self.short_name(prefix);
+        builder.name(self.full_name(prefix)).spawn(move || {
+            set_kernel_name(&short);
+            f()
+        })
+    }
+}
+
+/// Set the calling thread's name in the kernel (`ps -L`, `top`).
+pub(crate) fn set_kernel_name(name: &str) {
+    #[cfg(target_os = "linux")]
+    if let Ok(name) = std::ffi::CString::new(name) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string from the
+        // pointer (at most 16 bytes of it), which `name` keeps alive for the
+        // call; it changes only the calling thread's name.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = name;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::ThreadKind::*;
+
+    #[test]
+    fn short_names_keep_the_kind_and_fit_the_kernel() {
+        let p = "pool-worker";
+        assert_eq!(Worker(0).short_name(p), "pool-worker-0");
+        assert_eq!(Watcher.short_name(p), "pool-work-watch");
+        assert_eq!(Blocking(12).short_name(p), "pool-work-blk12");
+        assert_eq!(Tokio.short_name(p), "pool-worker-tok");
+        assert_eq!(TokioBlocking.short_name(p), "pool-worke-tblk");
+        // Short prefixes keep the full names.
+        assert_eq!(Blocking(3).short_name("db"), "db-blocking-3");
+        // A long prefix, and one cut inside a multi-byte character.
+        assert_eq!(
+            Worker(11).short_name("a-very-long-pool-name"),
+            "a-very-long-11"
+        );
+        assert_eq!(Watcher.short_name("ééééééé"), "éééé-watch");
+    }
+}

@@ -1,0 +1,4 @@
+#[pool::test(thread_name = "")]
+async fn t() {}
+
+fn main() {}

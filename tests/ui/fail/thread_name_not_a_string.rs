@@ -1,0 +1,2 @@
+#[pool::main(thread_name = app)]
+async fn main() {}
