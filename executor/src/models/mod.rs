@@ -21,8 +21,9 @@
 //! on), so the fences are what the models check. The protocol has five
 //! seq-cst fences (the poster's, the sleeper's and the finder's in
 //! `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and `scripts/loom`
-//! checks that the models have teeth in five ways (a loom deadlock aborts the process, so each is checked from
-//! outside): `--cfg pool_loom_skip_poster_fence` or `--cfg
+//! checks that the models have teeth in five ways (a loom deadlock aborts
+//! the process, so each is checked from outside): `--cfg
+//! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
 //! lost wakeup in `injected_job_while_the_worker_falls_asleep_is_never_lost`
 //! (the condvar sleeper's and the driver sleeper's); `--cfg
