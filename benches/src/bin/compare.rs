@@ -37,12 +37,17 @@ struct Args {
     pool_variants: bool,
 }
 
-fn usage(problem: &str) -> ! {
-    eprintln!(
-        "compare: {problem}\nusage: compare [--workers N] [--only w1,w2] [--reps N] [--quick] \
+/// The usage and the workloads, for `--help` and for a bad argument.
+fn usage_text() -> String {
+    format!(
+        "usage: compare [--workers N] [--only w1,w2] [--reps N] [--quick] \
          [--json PATH] [--svg PATH] [--scale] [--pool-variants]\nworkloads: {}",
         WORKLOADS.join(", ")
-    );
+    )
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("compare: {problem}\n{}", usage_text());
     std::process::exit(2)
 }
 
@@ -97,6 +102,10 @@ fn parse_args() -> Args {
             "--task-memory-child" => {
                 let exec = value("--task-memory-child");
                 task_memory_child(&exec);
+                std::process::exit(0);
+            }
+            "--help" | "-h" => {
+                println!("{}", usage_text());
                 std::process::exit(0);
             }
             "--bench" => {} // passed by `cargo bench`

@@ -133,8 +133,10 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
 fn set_timer_slack() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK takes one integer argument and changes only
-    // this thread's timer slack.
+    // this thread's timer slack. prctl is variadic and the kernel reads all
+    // four argument registers: pass the unused ones as zeros (valgrind
+    // reports them uninitialised otherwise).
     unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong);
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong, 0, 0, 0);
     }
 }
