@@ -55,6 +55,15 @@ fn raw_request(addr: SocketAddr, request: &str) -> (String, SocketAddr) {
     (reply, s.local_addr().unwrap())
 }
 
+/// `raw_request` of `GET path` (the connection closed after it), on a
+/// blocking thread: the whole reply, and the client's own address.
+async fn raw_get(addr: SocketAddr, path: &str) -> (String, SocketAddr) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    pool::spawn_blocking(move || raw_request(addr, &request))
+        .await
+        .unwrap()
+}
+
 #[test]
 fn a_hyper_service_over_http1_and_http2_with_the_peer_address() {
     watchdog("serve: hyper service", 30, || {
@@ -72,14 +81,7 @@ fn a_hyper_service_over_http1_and_http2_with_the_peer_address() {
                 assert!(body.starts_with("/a from Some(127.0.0.1:"), "{body}");
             }
             // The address is this connection's peer, the client's own.
-            let (reply, local) = pool::spawn_blocking(move || {
-                raw_request(
-                    addr,
-                    "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                )
-            })
-            .await
-            .unwrap();
+            let (reply, local) = raw_get(addr, "/b").await;
             assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
             assert!(
                 reply.ends_with(&format!("/b from Some({local})")),
@@ -334,14 +336,7 @@ fn axum_connect_info_is_the_peer_address() {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let server = pool::spawn(pool::hyper::serve(listener, app));
-            let (reply, local) = pool::spawn_blocking(move || {
-                raw_request(
-                    addr,
-                    "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                )
-            })
-            .await
-            .unwrap();
+            let (reply, local) = raw_get(addr, "/").await;
             assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
             assert!(reply.ends_with(&format!("peer {local}")), "{reply}");
             server.abort();
@@ -365,21 +360,8 @@ fn a_panicking_handler_closes_its_connection_and_the_server_goes_on() {
                 Ok::<_, Infallible>(text("fine"))
             });
             let server = pool::spawn(pool::hyper::serve(listener, service));
-            let request = |path: &'static str| {
-                pool::spawn_blocking(move || {
-                    raw_request(
-                        addr,
-                        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
-                    )
-                    .0
-                })
-            };
-            assert_eq!(
-                request("/panic").await.unwrap(),
-                "",
-                "a reply after a panic"
-            );
-            let reply = request("/ok").await.unwrap();
+            assert_eq!(raw_get(addr, "/panic").await.0, "", "a reply after a panic");
+            let (reply, _) = raw_get(addr, "/ok").await;
             assert!(
                 reply.starts_with("HTTP/1.1 200") && reply.ends_with("fine"),
                 "{reply}"

@@ -242,11 +242,8 @@ impl Registry {
             }
         }
         match local {
-            // What `schedule_task` would do, with the worker in hand.
-            Some(w) if kind == TaskKind::Async => {
-                runnable.metadata().mark_scheduled();
-                w.schedule_local(runnable, false);
-            }
+            // `schedule_task`, with the worker in hand.
+            Some(w) if kind == TaskKind::Async => schedule_task_on(runnable, Some(w), false),
             _ => runnable.schedule(),
         }
         handle
@@ -261,10 +258,18 @@ impl Registry {
 /// So the registry it works with after the hand-off is kept alive by its own
 /// reference: the worker's, or a clone.
 fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
-    runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner();
-    match context::worker().filter(|w| std::ptr::eq(&**w.registry(), registry)) {
-        Some(worker) => worker.schedule_local(runnable, info.woken_while_running),
+    let worker = context::worker().filter(|w| std::ptr::eq(&**w.registry(), registry));
+    schedule_task_on(runnable, worker, info.woken_while_running);
+}
+
+/// `schedule_task`'s work, given `worker`: this thread's worker if it is
+/// one of the task's pool; `yielded` when the task woke itself running.
+#[inline]
+fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: bool) {
+    runnable.metadata().mark_scheduled();
+    match worker {
+        Some(worker) => worker.schedule_local(runnable, yielded),
         None => runnable.metadata().owner_arc().inject(runnable),
     }
 }

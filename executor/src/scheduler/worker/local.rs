@@ -50,20 +50,23 @@ impl LocalTasks {
         queue.pop_front()
     }
 
-    /// A task of the worker's own: local tasks and the deque take turns, so
-    /// neither starves the other (the deque's may also be stolen; the local
-    /// ones only run here).
+    /// Has the worker local tasks whose futures are not dropped yet? A
+    /// queued local task is a live one, so a worker with none (most have
+    /// none) pops its deque alone (`WorkerThread::pop_own`).
     #[inline]
+    pub(super) fn any_live(&self) -> bool {
+        self.live.get() != 0
+    }
+
+    /// A task of the worker's own, when it has live local tasks
+    /// (`any_live`): local tasks and the deque take turns, so neither
+    /// starves the other (the deque's may also be stolen; the local ones
+    /// only run here).
     pub(super) fn pop_own(
         &self,
         deque: &Worker<Runnable>,
         inbox: &Inbox<Runnable>,
     ) -> Option<Runnable> {
-        // A queued local task is a live one: a worker that has none (most
-        // do) pays one read of its own stack here, no borrow, no atomic.
-        if self.live.get() == 0 {
-            return deque.pop();
-        }
         let local_first = !self.turn.get();
         self.turn.set(local_first);
         if local_first {

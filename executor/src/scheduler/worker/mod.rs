@@ -172,7 +172,13 @@ impl WorkerThread {
     }
 
     /// A task of this worker's own: its local tasks and its deque in turn.
+    /// A worker with no local task (most) pays one read of its own stack,
+    /// not the lookup of its inbox.
+    #[inline]
     fn pop_own(&self) -> Option<Runnable> {
+        if !self.local.any_live() {
+            return self.worker.pop();
+        }
         self.local.pop_own(&self.worker, &self.info().inbox)
     }
 
