@@ -6,6 +6,7 @@
 /// The counting allocator (task_memory), shared with the tests.
 pub use tests::alloc;
 pub mod exec;
+pub mod load;
 pub mod workloads;
 
 /// CPU time (user + system) used so far by this process, all threads.

@@ -1,8 +1,10 @@
 //! Helpers for the integration tests of `pool`: a watchdog that turns a hang
 //! into a failure with a message, CPU time of the process, a drop counter,
-//! and a bounded wait for a pool to fall asleep.
+//! a bounded wait for a pool to fall asleep, and blocking HTTP and
+//! WebSocket clients.
 
 pub mod alloc;
+pub mod client;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;

@@ -21,14 +21,15 @@
 //! JSON reply) from the axum example's app, served by
 //! `pool::hyper::serve` on pool and by `axum::serve` on tokio.
 
-use benches::{median, percentile};
+use benches::load::{client_load, thread_cpu_ms, thread_ticks, wrk};
+use benches::median;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tests::ListeningServer;
 
 const RUNTIMES: [&str; 4] = ["pool", "pool-async-io", "tokio", "smol"];
@@ -159,34 +160,6 @@ fn start(
     ListeningServer::start(cmd.stderr(Stdio::inherit()))
 }
 
-/// CPU ticks (user + system) of each thread of `pid`, with its name.
-fn thread_ticks(pid: u32) -> BTreeMap<u64, (String, u64)> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let tid: u64 = entry.file_name().to_string_lossy().parse().unwrap_or(0);
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let name = stat[stat.find('(').unwrap_or(0) + 1..close].to_string();
-        let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        // After the name: state is field 3 of the line, utime 14, stime 15.
-        let ticks = fields
-            .get(11)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            + fields
-                .get(12)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        out.insert(tid, (name, ticks));
-    }
-    out
-}
-
 fn is_worker(runtime: &str, name: &str) -> bool {
     match runtime {
         "pool" | "pool-async-io" => name
@@ -195,53 +168,6 @@ fn is_worker(runtime: &str, name: &str) -> bool {
         "tokio" => name.starts_with("tokio-r"),
         _ => name.starts_with("smol-"),
     }
-}
-
-/// `wrk`'s latency line value ("283.00us", "1.72ms", "1.01s") in us.
-fn wrk_us(v: &str) -> f64 {
-    let (num, unit) = v.split_at(v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len()));
-    let n: f64 = num.parse().unwrap_or(f64::NAN);
-    match unit {
-        "us" => n,
-        "ms" => n * 1e3,
-        "s" => n * 1e6,
-        _ => f64::NAN,
-    }
-}
-
-/// Load `addr` with wrk; (req/s, p50 us, p99 us, requests).
-fn wrk(addr: &str, path: &str, connections: usize, secs: u64) -> (f64, f64, f64, f64) {
-    let out = Command::new("wrk")
-        .args([
-            "-t1",
-            &format!("-c{connections}"),
-            &format!("-d{secs}s"),
-            "--latency",
-            &format!("http://{addr}{path}"),
-        ])
-        .output()
-        .unwrap_or_else(|e| {
-            eprintln!("http_load: cannot run wrk ({e}): install it with `apt-get install wrk`");
-            std::process::exit(2)
-        });
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (mut rps, mut p50, mut p99, mut requests) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
-    for line in text.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["Requests/sec:", v] => rps = v.parse().unwrap_or(f64::NAN),
-            ["50%", v] => p50 = wrk_us(v),
-            ["99%", v] => p99 = wrk_us(v),
-            [n, "requests", "in", ..] => requests = n.parse().unwrap_or(f64::NAN),
-            _ => {}
-        }
-    }
-    assert!(
-        rps.is_finite(),
-        "wrk printed no Requests/sec:\n{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (rps, p50, p99, requests)
 }
 
 /// A client connection: TCP (`HOST:PORT`, no Nagle) or Unix (`unix:PATH`).
@@ -293,43 +219,6 @@ fn http_round_trip(s: &mut dyn ReadWrite, buf: &mut Vec<u8>) {
     }
 }
 
-/// Round trips of `trip` on `connections` connections for `secs`; (round
-/// trips/s, p50 us, p99 us, round trips).
-fn client_load(
-    addr: &str,
-    connections: usize,
-    secs: u64,
-    trip: fn(&mut dyn ReadWrite, &mut Vec<u8>),
-) -> (f64, f64, f64, f64) {
-    let stop = Instant::now() + Duration::from_secs(secs);
-    let threads: Vec<_> = (0..connections)
-        .map(|_| {
-            let addr = addr.to_string();
-            std::thread::spawn(move || {
-                let mut s = connect(&addr);
-                let mut buf = Vec::new();
-                let mut lat = Vec::with_capacity(1 << 16);
-                while Instant::now() < stop {
-                    let t = Instant::now();
-                    trip(&mut *s, &mut buf);
-                    lat.push(t.elapsed().as_secs_f64() * 1e6);
-                }
-                lat
-            })
-        })
-        .collect();
-    let start = Instant::now();
-    let mut all: Vec<f64> = threads
-        .into_iter()
-        .flat_map(|t| t.join().unwrap())
-        .collect();
-    let n = all.len() as f64;
-    let rate = n / start.elapsed().as_secs_f64();
-    let p50 = percentile(&mut all, 50.0);
-    let p99 = percentile(&mut all, 99.0);
-    (rate, p50, p99, n)
-}
-
 fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let echo = variant.ends_with("echo");
     let unix = variant
@@ -340,32 +229,30 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     // Let the server settle: its workers fall asleep.
     std::thread::sleep(Duration::from_millis(100));
     let before = thread_ticks(pid);
-    let (rps, p50_us, p99_us, requests) = match variant {
-        "hello" => wrk(&addr, "/", args.connections, args.secs),
-        "work" => wrk(&addr, "/work?us=10", args.connections, args.secs),
-        "axum" => wrk(&addr, "/users/1", args.connections, args.secs),
-        "unix-hello" => client_load(&addr, args.connections, args.secs, http_round_trip),
-        _ => client_load(&addr, args.connections, args.secs, echo_round_trip),
+    let (c, secs) = (args.connections, args.secs);
+    let connect = || (connect(&addr), Vec::new());
+    let load = match variant {
+        "hello" => wrk(&addr, "/", c, secs),
+        "work" => wrk(&addr, "/work?us=10", c, secs),
+        "axum" => wrk(&addr, "/users/1", c, secs),
+        "unix-hello" => client_load(c, secs, connect, |(s, buf)| http_round_trip(&mut **s, buf)),
+        _ => client_load(c, secs, connect, |(s, buf)| echo_round_trip(&mut **s, buf)),
     };
     let after = thread_ticks(pid);
     drop(server);
-    // SAFETY: sysconf only reads a system constant.
-    let tick_ms = 1000.0 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     let mut total_ms = 0.0;
     let mut others_ms = BTreeMap::new();
-    for (tid, (name, ticks)) in &after {
-        let used = ticks - before.get(tid).map_or(0, |b| b.1);
-        let ms = used as f64 * tick_ms;
+    for (name, ms) in thread_cpu_ms(&before, &after) {
         total_ms += ms;
-        if !is_worker(runtime, name) {
-            *others_ms.entry(name.clone()).or_insert(0.0) += ms;
+        if !is_worker(runtime, &name) {
+            *others_ms.entry(name).or_insert(0.0) += ms;
         }
     }
     Run {
-        rps,
-        p50_us,
-        p99_us,
-        cpu_per_req_us: total_ms * 1e3 / requests,
+        rps: load.rate,
+        p50_us: load.p50_us,
+        p99_us: load.p99_us,
+        cpu_per_req_us: total_ms * 1e3 / load.requests,
         others_ms,
     }
 }

@@ -1,0 +1,149 @@
+//! The reference service (`examples/src/reference.rs`: axum with
+//! tower-http's trace, compression, timeout and `ServeDir`, sqlx on
+//! SQLite, a reqwest proxy route, a WebSocket echo) served three ways:
+//!
+//! * `--runtime pool` (the default): `pool::hyper::serve` on a pool;
+//! * `--runtime pool-axum-serve`: tokio's own `axum::serve`, with a tokio
+//!   `TcpListener`, inside a pool (what code written for tokio does);
+//! * `--runtime tokio`: `axum::serve` on tokio's multi-thread runtime.
+//!
+//! ```text
+//! cargo run --release -p examples --example reference_service -- \
+//!     [--runtime pool|pool-axum-serve|tokio] [--workers 2] [--addr 127.0.0.1:0] \
+//!     [--upstream URL] [--dir DIR]
+//! curl localhost:PORT/users/7
+//! ```
+//!
+//! It writes its database and static file into DIR (default: a fresh
+//! directory under the system's temporary one, removed at exit), prints
+//! `listening on ADDR`, and on Ctrl-C shuts down gracefully and prints
+//! `shut down`. `/proxy` GETs `--upstream` (default: its own `/json`).
+
+use examples::reference::{router, Files};
+use std::path::PathBuf;
+
+struct Args {
+    runtime: String,
+    workers: usize,
+    addr: String,
+    upstream: Option<String>,
+    dir: Option<PathBuf>,
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "reference_service: {problem}\nusage: reference_service [--runtime pool|pool-axum-serve|tokio] \
+         [--workers N] [--addr ADDR] [--upstream URL] [--dir DIR]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        runtime: "pool".to_owned(),
+        workers: 2,
+        addr: "127.0.0.1:0".to_owned(),
+        upstream: None,
+        dir: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{a} takes a value")))
+        };
+        match a.as_str() {
+            "--runtime" => args.runtime = value(),
+            "--workers" => {
+                args.workers = value()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .unwrap_or_else(|| usage("--workers takes a positive number"))
+            }
+            "--addr" => args.addr = value(),
+            "--upstream" => args.upstream = Some(value()),
+            "--dir" => args.dir = Some(PathBuf::from(value())),
+            _ => usage(&format!("unknown option {a:?}")),
+        }
+    }
+    if !["pool", "pool-axum-serve", "tokio"].contains(&args.runtime.as_str()) {
+        usage(&format!("unknown runtime {:?}", args.runtime));
+    }
+    args
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The `/proxy` target: `--upstream`, or the service's own `/json`.
+fn upstream(args: &Args, addr: std::net::SocketAddr) -> String {
+    args.upstream
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}/json"))
+}
+
+async fn on_pool(args: &Args, files: &Files) -> Result<(), Error> {
+    let listener = pool::net::TcpListener::bind(args.addr.as_str()).await?;
+    let addr = listener.local_addr()?;
+    let app = router(files, upstream(args, addr)).await?;
+    println!("listening on {addr}");
+    pool::hyper::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = pool::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+/// tokio's `axum::serve`: on pool (`pool-axum-serve`) or tokio; Ctrl-C
+/// through tokio's signal handling either way.
+async fn axum_serve(args: &Args, files: &Files) -> Result<(), Error> {
+    let listener = tokio::net::TcpListener::bind(args.addr.as_str()).await?;
+    let addr = listener.local_addr()?;
+    let app = router(files, upstream(args, addr)).await?;
+    println!("listening on {addr}");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            let _ = pool::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+fn main() -> Result<(), Error> {
+    let args = parse_args();
+    let (dir, remove) = match &args.dir {
+        Some(dir) => (dir.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("pool-reference-{}", std::process::id())),
+            true,
+        ),
+    };
+    let served = match args.runtime.as_str() {
+        "tokio" => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.workers)
+            .enable_all()
+            .build()?
+            .block_on(async {
+                let files = Files::create(&dir).await.map_err(|e| e.to_string())?;
+                axum_serve(&args, &files).await
+            }),
+        runtime => pool::Builder::new()
+            .worker_threads(args.workers)
+            .build()?
+            .block_on(async {
+                let files = Files::create(&dir).await.map_err(|e| e.to_string())?;
+                if runtime == "pool" {
+                    on_pool(&args, &files).await
+                } else {
+                    axum_serve(&args, &files).await
+                }
+            }),
+    };
+    if remove {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    served?;
+    println!("shut down");
+    Ok(())
+}
