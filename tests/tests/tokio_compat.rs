@@ -1,5 +1,6 @@
-//! Feature `tokio-compat`: tokio-only code inside pool tasks, on the pool's
-//! one tokio runtime thread; the pool current on tokio's threads.
+//! Feature `tokio-compat`: tokio-only code inside pool tasks, on the tokio
+//! runtime each worker drives itself (no side thread); the pool current in
+//! tokio's tasks and on tokio's blocking threads.
 //!
 //! Its own test binary: it checks that the global pool never starts and
 //! counts the process's threads by name.
@@ -68,32 +69,88 @@ fn tokio_timers_and_sockets_work_in_pool_tasks() {
     });
 }
 
+/// Is `name` the name of a worker of pool `prefix` (`{prefix}-{index}`)?
+fn is_worker_of(prefix: &str, name: &str) -> bool {
+    name.strip_prefix(prefix)
+        .and_then(|n| n.strip_prefix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[test]
-fn tokio_spawn_runs_on_the_pools_tokio_thread_where_the_pool_is_current() {
+fn tokio_spawn_runs_on_the_worker_that_spawned_it_where_the_pool_is_current() {
     watchdog("tokio-compat: tokio::spawn", 30, || {
         let p = pool_named("tcsp");
-        let (spawned_on, inner_on, workers) = p.block_on(async {
+        let (spawner, spawned_on, inner_on, workers) = p.block_on(async {
             pool::spawn(async {
-                tokio::spawn(async {
+                let spawner = thread_name();
+                let (here, inner, workers) = tokio::spawn(async {
                     let here = thread_name();
-                    // pool::spawn from tokio's thread: the user's pool.
+                    // pool::spawn from a tokio task: the user's pool.
                     let inner = pool::spawn(async { thread_name() }).await.unwrap();
                     (here, inner, Handle::current().metrics().workers)
                 })
                 .await
-                .unwrap()
+                .unwrap();
+                (spawner, here, inner, workers)
             })
             .await
             .unwrap()
         });
-        assert_eq!(spawned_on, "tcsp-tokio");
-        assert!(inner_on.starts_with("tcsp-"), "{inner_on}");
-        assert_ne!(inner_on, "tcsp-tokio");
+        assert!(is_worker_of("tcsp", &spawned_on), "{spawned_on}");
+        assert_eq!(
+            spawned_on, spawner,
+            "a tokio task runs on the worker whose runtime it was spawned on"
+        );
+        assert!(is_worker_of("tcsp", &inner_on), "{inner_on}");
         assert_eq!(workers, 2);
         assert!(
             Handle::try_current().is_none(),
             "the global pool never started"
         );
+    });
+}
+
+#[test]
+fn tokio_work_from_outside_threads_spreads_over_the_workers() {
+    watchdog("tokio-compat: outside spawns", 30, || {
+        let p = pool_named("tcout");
+        // Each block_on call enters the next worker's runtime.
+        let ran_on: std::collections::BTreeSet<String> = (0..4)
+            .map(|_| p.block_on(async { tokio::spawn(async { thread_name() }).await.unwrap() }))
+            .collect();
+        assert_eq!(ran_on.len(), 2, "both workers ran tokio tasks: {ran_on:?}");
+        assert!(
+            ran_on.iter().all(|n| is_worker_of("tcout", n)),
+            "{ran_on:?}"
+        );
+    });
+}
+
+/// Wakes in both directions while the workers sleep in their runtimes: a
+/// tokio timer wakes a tokio task, which spawns a pool task, which sends
+/// on a tokio channel to a pool task, on every round. A lost wake hangs.
+#[test]
+fn wakes_between_tokio_and_pool_tasks_are_never_lost() {
+    watchdog("tokio-compat: wakes both ways", 60, || {
+        let p = pool_named("tcwk");
+        p.block_on(async {
+            for round in 0..300u32 {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let receiver = pool::spawn(async move { rx.await.unwrap() });
+                let sender = pool::spawn(async move {
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_micros(200)).await;
+                        pool::spawn(async move { tx.send(round).unwrap() })
+                            .await
+                            .unwrap();
+                    })
+                    .await
+                    .unwrap();
+                });
+                assert_eq!(receiver.await.unwrap(), round);
+                sender.await.unwrap();
+            }
+        });
     });
 }
 
@@ -151,16 +208,13 @@ fn towers_timeout_layer_fires_inside_a_pool_task() {
 }
 
 #[test]
-fn one_tokio_thread_per_pool_and_none_after_it_is_dropped() {
+fn no_tokio_thread_of_its_own_and_tokio_tasks_dropped_with_the_pool() {
     watchdog("tokio-compat: threads", 30, || {
         let p = pool_named("tcth");
-        // (A new thread names itself as it starts: wait for that.)
-        tests::wait_for(
-            "the runtime thread is named",
-            Duration::from_secs(5),
-            || threads_named("tcth-tokio") == ["tcth-tokio"],
-        );
-        // A tokio task left pending is dropped with the runtime.
+        tests::wait_for("the workers are named", Duration::from_secs(5), || {
+            threads_named("tcth-") == ["tcth-0", "tcth-1", "tcth-watcher"]
+        });
+        // A tokio task left pending is dropped with its worker's runtime.
         let dropped = tests::DropCounter::default();
         let tracked = dropped.track();
         p.block_on(async move {
@@ -170,10 +224,7 @@ fn one_tokio_thread_per_pool_and_none_after_it_is_dropped() {
             });
         });
         drop(p);
-        assert!(
-            threads_named("tcth-tokio").is_empty(),
-            "the runtime thread was joined"
-        );
+        assert!(threads_named("tcth").is_empty(), "every thread joined");
         tests::wait_for(
             "the pending tokio task is dropped with the runtime",
             Duration::from_secs(5),

@@ -26,10 +26,12 @@
 //!
 //! * `WORKER` points at the `WorkerThread` on this thread's stack for
 //!   exactly as long as that worker's main loop runs (`enter_worker`,
-//!   `leave_worker`); it is null on every other thread.
+//!   `leave_worker`), except while it sleeps in its tokio runtime
+//!   (`as_outsider`); it is null on every other thread.
 //! * `ENTERED` points at the `Arc<Registry>` of a `Pool` that is borrowed by
-//!   the `block_on` call in progress, or at one owned by a live
-//!   `EnterGuard`, so it outlives every read. Entries nest: each restores
+//!   the `block_on` call in progress, at one owned by a live `EnterGuard`,
+//!   or at the sleeping worker's own (`as_outsider`, for the length of the
+//!   call), so it outlives every read. Entries nest: each restores
 //!   the one it replaced. A guard dropped out of order (not the innermost)
 //!   leaks its registry instead of freeing it, since an inner entry may
 //!   still restore a pointer to it, and then panics.
@@ -113,6 +115,25 @@ pub(super) fn entered<'a>() -> Option<&'a Arc<Registry>> {
 /// The pool this (blocking or tokio) thread serves, if any.
 pub(super) fn blocking_pool() -> Option<Arc<Registry>> {
     BLOCKING_POOL.with(|b| b.borrow().clone())
+}
+
+/// Run `f` with this worker thread seen as an outsider of its pool: no
+/// current worker, `registry` (the worker's own) entered. A worker asleep
+/// in its tokio runtime (`tokio_compat.rs`) runs tokio's tasks this way:
+/// they are not the sleeping worker's work, so their spawns and wakes go
+/// through the injector and the sleep protocol.
+#[cfg(feature = "tokio-compat")]
+pub(crate) fn as_outsider<R>(registry: &Arc<Registry>, f: impl FnOnce() -> R) -> R {
+    /// Puts the worker back, also on a panic.
+    struct Back(*const WorkerThread);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            WORKER.with(|w| w.set(self.0));
+        }
+    }
+    let _restore = Restore(ENTERED.with(|e| e.replace(registry)));
+    let _back = Back(WORKER.with(|w| w.replace(ptr::null())));
+    f()
 }
 
 /// Is worker `w`'s pool the current pool (no other pool entered by a

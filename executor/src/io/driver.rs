@@ -67,6 +67,10 @@ struct Sources {
 /// A pool's I/O driver and timer store.
 #[derive(Debug)]
 pub(crate) struct Driver {
+    /// The epoll instance's descriptor (owned by `core.poll`): a host
+    /// runtime watches it for a sleeper that holds the driver.
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    epoll_fd: std::os::fd::RawFd,
     /// True while a thread holds the driver.
     held: AtomicBool,
     core: Mutex<Core>,
@@ -90,6 +94,7 @@ impl IoDriver for Driver {
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
         Ok(Driver {
+            epoll_fd: std::os::fd::AsRawFd::as_raw_fd(&poll),
             held: AtomicBool::new(false),
             core: Mutex::new(Core {
                 poll,
@@ -110,8 +115,21 @@ impl IoDriver for Driver {
         self.num_sources.load(Ordering::Relaxed) != 0 || !self.timers.is_empty()
     }
 
-    fn poll_now(&self, wakers: &mut Vec<Waker>) {
-        self.poll(false, wakers);
+    fn poll_now(&self, wakers: &mut Vec<Waker>) -> bool {
+        self.poll(false, wakers)
+    }
+
+    fn epoll_fd(&self) -> std::os::fd::RawFd {
+        self.epoll_fd
+    }
+
+    fn park_deadline(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.timers.park_timeout(now).map(|d| now + d)
+    }
+
+    fn unparked(&self) {
+        self.timers.unparked();
     }
 
     /// Shut the driver down: wake every registered source (its waits now
@@ -194,8 +212,9 @@ impl Driver {
 
     /// The holder: poll the OS, blocking until an event, the next timer
     /// deadline or `unpark` when `block`, else not at all. The wakers of
-    /// what became ready (I/O and due timers) go into `wakers`.
-    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
+    /// what became ready (I/O and due timers) go into `wakers`. True if the
+    /// events filled the buffer (more may be waiting).
+    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) -> bool {
         debug_assert!(self.held.load(Ordering::Relaxed));
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
@@ -214,9 +233,10 @@ impl Driver {
             Err(e) => {
                 drop(core);
                 self.fail(&e, wakers);
-                return;
+                return false;
             }
         }
+        let full = events.iter().count() == EVENTS_CAPACITY;
         if !events.is_empty() {
             let sources = self.sources.lock();
             for event in events.iter() {
@@ -253,6 +273,7 @@ impl Driver {
         if !self.timers.is_empty() {
             self.timers.fire(Instant::now(), wakers);
         }
+        full
     }
 
     /// The OS poll failed (not interrupted): report it once and shut down,
@@ -283,7 +304,7 @@ impl Park for Driver {
     }
 
     fn park(&self, wakers: &mut Vec<Waker>) {
-        self.poll(true, wakers);
+        let _ = self.poll(true, wakers);
     }
 
     #[inline]

@@ -45,6 +45,7 @@ fn idle_until_inbox(
                 return false;
             },
             &mut wakers,
+            None,
         );
         // The driver's sleep brings no readiness here (nobody delivers it).
         assert!(wakers.is_empty());

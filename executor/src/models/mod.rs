@@ -1,6 +1,6 @@
-//! Loom models of the sleep protocol (with a sleeper on its condvar and one
-//! blocked in a stand-in I/O driver), the latches, `block_on` and the
-//! inbox of `spawn_local` wakes.
+//! Loom models of the sleep protocol (with a sleeper on its condvar, one
+//! blocked in a stand-in I/O driver, and one asleep in a stand-in host
+//! runtime), the latches, `block_on` and the inbox of `spawn_local` wakes.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -21,7 +21,7 @@
 //! on), so the fences are what the models check. The protocol has five
 //! seq-cst fences (the poster's, the sleeper's and the finder's in
 //! `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and `scripts/loom`
-//! checks that the models have teeth in five ways (a loom deadlock aborts
+//! checks that the models have teeth in six ways (a loom deadlock aborts
 //! the process, so each is checked from outside): `--cfg
 //! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
@@ -32,11 +32,15 @@
 //! read of the counters before it announces itself parked, and loom must
 //! find it asleep through a poll; `--cfg pool_loom_skip_inbox_check` leaves
 //! a worker's inbox out of its final check, and loom must find the
-//! `spawn_local` task woken from another thread lost (`inbox.rs`).
+//! `spawn_local` task woken from another thread lost (`inbox.rs`); `--cfg
+//! pool_loom_split_host_waker` has a sleeper in a host store its waker
+//! apart from its read of its flag, and loom must find the wake lost
+//! (`host.rs`).
 
 mod block_on;
 mod counters;
 mod driver;
+mod host;
 mod inbox;
 mod join;
 mod latch;

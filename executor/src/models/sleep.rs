@@ -2,8 +2,7 @@
 //! is posted, from a worker (internal job) or from outside (injected job),
 //! and while the pool shuts down.
 
-use crate::sleep::CoreLatch;
-use crate::sleep::Sleep;
+use crate::sleep::{CoreLatch, Host, Sleep};
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -68,6 +67,18 @@ pub(super) fn idle_until(
     queues: &[&Queue],
     injector: &Queue,
 ) -> Outcome {
+    idle_until_in(sleep, index, latch, queues, injector, None)
+}
+
+/// `idle_until`, sleeping in `host` (if any) instead of on the condvar.
+pub(super) fn idle_until_in(
+    sleep: &Sleep,
+    index: usize,
+    latch: &CoreLatch,
+    queues: &[&Queue],
+    injector: &Queue,
+    host: Option<&dyn Host>,
+) -> Outcome {
     let mut idle_state = sleep.start_looking(index, true);
     let mut wakers = Vec::new();
     while !latch.probe() {
@@ -75,7 +86,13 @@ pub(super) fn idle_until(
             sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Job;
         }
-        sleep.no_work_found(&mut idle_state, latch, || injector.has_job(), &mut wakers);
+        sleep.no_work_found(
+            &mut idle_state,
+            latch,
+            || injector.has_job(),
+            &mut wakers,
+            host,
+        );
         if !wakers.is_empty() {
             sleep.work_found(|| sees_queued_jobs(queues, injector));
             return Outcome::Ready;

@@ -25,8 +25,25 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     fn has_interest(&self) -> bool;
 
     /// The holder (`Park::try_acquire`): poll without blocking; the wakers
-    /// of what became ready go into `wakers`.
-    fn poll_now(&self, wakers: &mut Vec<Waker>);
+    /// of what became ready go into `wakers`. True if the poll's buffer
+    /// filled (more events may be waiting).
+    fn poll_now(&self, wakers: &mut Vec<Waker>) -> bool;
+
+    /// The OS poll instance's descriptor: readable while events wait in
+    /// it, and after an `unpark` (a host runtime watches it, see
+    /// `tokio_compat.rs`).
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    fn epoll_fd(&self) -> std::os::fd::RawFd;
+
+    /// The holder is about to wait elsewhere (in a host runtime) for this
+    /// driver's descriptor: the deadline of its next timer, if any, recorded
+    /// so that a timer inserted earlier than it unparks the driver.
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    fn park_deadline(&self) -> Option<std::time::Instant>;
+
+    /// The holder's wait that began with `park_deadline` is over.
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    fn unparked(&self);
 
     /// The pool is gone: wake every registered source (its waits now fail)
     /// and every timer (it completes) into `wakers`, and refuse new ones.

@@ -17,7 +17,7 @@
 //! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
 //! | `metrics.rs` | `Metrics` and the per-worker counters it sums |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
-//! | `tokio_compat.rs` | feature `tokio-compat`: the pool's tokio runtime, its thread, stopped last |
+//! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (busy turns, the host of its sleeps) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |

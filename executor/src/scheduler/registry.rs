@@ -186,20 +186,35 @@ impl Registry {
         }
     }
 
-    /// Start the pool's tokio runtime (once, before any worker starts).
+    /// Build the workers' tokio runtimes (once, before any worker starts).
     #[cfg(feature = "tokio-compat")]
     pub(super) fn start_tokio(self: &Arc<Self>, thread_name: &str) -> std::io::Result<()> {
-        let tokio = super::tokio_compat::TokioCompat::start(self, thread_name)?;
+        let tokio = super::tokio_compat::TokioCompat::start(self, self.workers.len(), thread_name)?;
         let _ = self.tokio.set(tokio);
         Ok(())
     }
 
-    /// Enter the pool's tokio runtime context on this thread until the
-    /// guard drops (feature `tokio-compat`; without it, nothing).
+    /// Worker `index`'s tokio runtime, to host (`tokio_compat.rs`).
+    #[cfg(feature = "tokio-compat")]
+    pub(super) fn worker_host(
+        self: &Arc<Self>,
+        index: usize,
+    ) -> Option<super::tokio_compat::WorkerHost> {
+        let runtime = self.tokio.get()?.take_runtime(index)?;
+        Some(super::tokio_compat::WorkerHost::new(runtime, self))
+    }
+
+    /// Enter one of the pool's tokio runtimes on this thread until the
+    /// guard drops: the next worker's, in turn (feature `tokio-compat`;
+    /// without it, nothing). Nothing on a worker of this pool: it is inside
+    /// its own for life.
     pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
         #[cfg(feature = "tokio-compat")]
         {
-            self.tokio.get().map(|t| t.enter())
+            if crate::context::worker().is_some_and(|w| std::ptr::eq(&**w.registry(), self)) {
+                return None;
+            }
+            self.tokio.get().map(|t| t.enter_next())
         }
         #[cfg(not(feature = "tokio-compat"))]
         {
@@ -207,7 +222,7 @@ impl Registry {
         }
     }
 
-    /// Stop the pool's tokio runtime (shutdown's last step).
+    /// Shut down the tokio runtimes no worker took (shutdown's last step).
     pub(super) fn stop_tokio(&self) {
         #[cfg(feature = "tokio-compat")]
         if let Some(tokio) = self.tokio.get() {

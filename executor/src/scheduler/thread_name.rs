@@ -12,7 +12,6 @@
 //! | worker `i` | `NAME-i` | `pool-worker-0` |
 //! | the watcher | `NAME-watcher` | `pool-work-watch` |
 //! | blocking thread `k` | `NAME-blocking-k` | `pool-work-blk12` |
-//! | the tokio thread (`tokio-compat`) | `NAME-tokio` | `pool-worker-tok` |
 //! | a tokio blocking thread | `NAME-tokio-blocking` | `pool-worke-tblk` |
 
 use std::io;
@@ -24,8 +23,6 @@ pub(crate) enum ThreadKind {
     Worker(usize),
     Watcher,
     Blocking(usize),
-    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
-    Tokio,
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     TokioBlocking,
 }
@@ -40,7 +37,6 @@ impl ThreadKind {
             ThreadKind::Worker(i) => format!("{prefix}-{i}"),
             ThreadKind::Watcher => format!("{prefix}-watcher"),
             ThreadKind::Blocking(k) => format!("{prefix}-blocking-{k}"),
-            ThreadKind::Tokio => format!("{prefix}-tokio"),
             ThreadKind::TokioBlocking => format!("{prefix}-tokio-blocking"),
         }
     }
@@ -56,7 +52,6 @@ impl ThreadKind {
             ThreadKind::Worker(i) => format!("-{i}"),
             ThreadKind::Watcher => "-watch".to_string(),
             ThreadKind::Blocking(k) => format!("-blk{k}"),
-            ThreadKind::Tokio => "-tok".to_string(),
             ThreadKind::TokioBlocking => "-tblk".to_string(),
         };
         let mut keep = KERNEL_NAME_MAX
@@ -109,7 +104,6 @@ mod tests {
         assert_eq!(Worker(0).short_name(p), "pool-worker-0");
         assert_eq!(Watcher.short_name(p), "pool-work-watch");
         assert_eq!(Blocking(12).short_name(p), "pool-work-blk12");
-        assert_eq!(Tokio.short_name(p), "pool-worker-tok");
         assert_eq!(TokioBlocking.short_name(p), "pool-worke-tblk");
         // Short prefixes keep the full names.
         assert_eq!(Blocking(3).short_name("db"), "db-blocking-3");

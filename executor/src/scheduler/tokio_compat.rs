@@ -1,106 +1,376 @@
-//! Feature `tokio-compat`: one tokio runtime per pool, whose context every
-//! thread of the pool enters for its whole life, so that tokio-only code
-//! (tokio::time, tokio::net, tokio::spawn, and reqwest, tonic's channel,
-//! tower's timeouts built on them) runs inside pool tasks with no per-poll
-//! cost.
+//! Feature `tokio-compat`: a tokio runtime on every worker, driven by the
+//! worker itself, so that tokio-only code (tokio::spawn, tokio::net,
+//! tokio::time, and what is built on them: axum's `on_upgrade`, sqlx,
+//! reqwest, tower's timeouts) runs on the pool's own threads, with no side
+//! thread and no hop between threads.
 //!
 //! # What runs where
 //!
-//! * The runtime is tokio's current-thread flavour, run by one thread of
-//!   the pool's, `{name}-tokio`, for the life of the pool: it drives
-//!   tokio's I/O and timer driver (an epoll instance of tokio's own) and
-//!   runs the tasks `tokio::spawn` sends it. tokio's `spawn_blocking` (and
-//!   so `tokio::fs`) runs on `{name}-tokio-blocking` threads, made on
-//!   demand by tokio and ended after 10 s idle.
-//! * Workers and blocking threads of the pool enter the runtime's context
-//!   once, when they start (before `on_thread_start`), and leave it when
-//!   they end (after `on_thread_stop`); `Pool::block_on` enters it for the
-//!   length of its call. No poll pays anything.
-//! * The other way round, the pool is current on the tokio threads: a
-//!   `pool::spawn` in a `tokio::spawn`ed task lands on this pool, never on
-//!   a silently started global one.
-//! * A tokio socket or timer polled by a pool task becomes ready on the
-//!   `-tokio` thread, which wakes the task: one cross-thread wake onto the
-//!   pool's workers per readiness (pool's own sockets and timers are on the
-//!   pool's driver, which the workers drive themselves: no crossing).
+//! * Worker `i` owns a tokio current-thread runtime and enters its context
+//!   for life: a `tokio::spawn` from a task polled on worker `i` lands on
+//!   runtime `i`, and a tokio socket or timer made there registers in
+//!   runtime `i`'s reactor. A tokio task stays on the worker whose runtime
+//!   it was spawned on (thread-per-core style); pool tasks still move
+//!   between workers.
+//! * **Busy**, the worker gives its runtime a turn (`turn`) between two
+//!   tasks as soon as tasks were scheduled onto it from outside its turns
+//!   (a `tokio::spawn` or a wake from a pool task or another thread: one
+//!   load of the queue's length per search), and every `TURN_INTERVAL`
+//!   otherwise, checked every 61 searches where it polls the pool's
+//!   driver: tokio runs its ready tasks and polls its reactor and timers
+//!   without blocking, then the worker goes on.
+//! * **Asleep**, the worker blocks inside its runtime
+//!   ([`Host`](crate::sleep::Host), `sleep/README.md`, "Sleeping in a
+//!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
+//!   sleep-protocol wake wakes the runtime's `block_on` future. The
+//!   sleeper that holds the pool's driver also has its runtime watch the
+//!   pool's epoll descriptor and next timer, and wakes what they make ready
+//!   itself. While a worker sleeps this way it is not the current worker:
+//!   the tokio tasks it runs are outsiders of the pool, so their spawns and
+//!   wakes go through the injector and wake a sleeper as any other
+//!   thread's do (maybe this one).
+//! * Other threads (`Pool::block_on` on a plain thread, the pool's and
+//!   tokio's blocking threads) enter the workers' runtimes in turn, one per
+//!   thread or call: their tokio work lands on the workers round-robin.
+//!   tokio's `spawn_blocking` runs on `{name}-tokio-blocking` threads of
+//!   the runtime it was called on.
 //!
 //! # Shutdown
 //!
-//! After the pool's own tasks are dropped (`shutdown.rs`, step 6) the
-//! runtime thread is told to stop: it leaves its `block_on`, and the
-//! runtime shuts down in the background (its tasks are dropped there; a
-//! running `spawn_blocking` closure is not waited for).
+//! A worker shuts its runtime down when it exits, after its own pool tasks
+//! were dropped (its tokio tasks are dropped there; a running
+//! `spawn_blocking` closure is not waited for). Shutdown's last step
+//! (`shutdown.rs`, step 6) shuts down the runtimes of workers that never
+//! ran.
 
+use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::thread_name::{set_kernel_name, ThreadKind};
 use crate::context;
-use futures::channel::oneshot;
+use crate::sleep::Host;
 use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::thread::{self, JoinHandle};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+use tokio::io::unix::AsyncFd;
+use tokio::runtime::{Handle, Runtime};
 
-/// A pool's tokio runtime: its handle, and how to stop its thread.
+/// A busy worker gives its runtime a turn at most this often: a turn costs
+/// about a microsecond when tokio has nothing to do (a wake of its own
+/// `block_on` future, an epoll poll), so this bounds that cost to ~1% and
+/// the wait of a tokio task woken while its worker is busy to about this.
+const TURN_INTERVAL: Duration = Duration::from_micros(100);
+
+/// Rounds of driver polls and timer checks in one poll of the driver
+/// sleeper's future before it yields to the runtime's other work.
+const DRIVER_ROUNDS: usize = 8;
+
+/// If the pool's epoll descriptor cannot be watched (no descriptor left to
+/// duplicate it), the driver's sleeper polls the driver this often.
+const DRIVER_FALLBACK_POLL: Duration = Duration::from_millis(1);
+
+/// The pool's tokio runtimes: one per worker, taken by it when it starts.
 #[derive(Debug)]
 pub(crate) struct TokioCompat {
-    handle: tokio::runtime::Handle,
-    stop: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+    runtimes: Box<[Mutex<Option<Runtime>>]>,
+    handles: Box<[Handle]>,
+    /// The next runtime an outside thread enters.
+    next: AtomicUsize,
 }
 
 impl TokioCompat {
-    /// Build the runtime and start its thread.
-    pub(super) fn start(registry: &Arc<Registry>, thread_name: &str) -> io::Result<TokioCompat> {
+    /// Build one runtime per worker (none started: a runtime runs only
+    /// inside its worker's `block_on` calls).
+    pub(super) fn start(
+        registry: &Arc<Registry>,
+        workers: usize,
+        thread_name: &str,
+    ) -> io::Result<TokioCompat> {
         let weak: Weak<Registry> = Arc::downgrade(registry);
-        let prefix = thread_name.to_owned();
-        let on_start = {
+        let mut runtimes = Vec::with_capacity(workers);
+        for _ in 0..workers {
             let weak = weak.clone();
-            let prefix = prefix.clone();
-            move || {
+            let prefix = thread_name.to_owned();
+            let on_start = move || {
                 // Its short name in the kernel (tokio named it in full).
                 set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
                 if let Some(registry) = weak.upgrade() {
                     // Kept until the thread ends (see `on_thread_stop`).
                     std::mem::forget(context::enter_blocking_thread(&registry));
                 }
-            }
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .thread_name(ThreadKind::TokioBlocking.full_name(&prefix))
-            .on_thread_start(on_start)
-            .on_thread_stop(context::leave_thread_pool)
-            .build()?;
-        let handle = runtime.handle().clone();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let r = Arc::clone(registry);
-        let thread = ThreadKind::Tokio.spawn(thread_name, thread::Builder::new(), move || {
-            let current = context::enter_blocking_thread(&r);
-            // Drop our strong reference before the pool's shutdown
-            // waits for this thread; the thread-local holds another.
-            drop(r);
-            let _ = runtime.block_on(stop_rx);
-            runtime.shutdown_background();
-            drop(current);
-        })?;
+            };
+            runtimes.push(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
+                    .on_thread_start(on_start)
+                    .on_thread_stop(context::leave_thread_pool)
+                    .build()?,
+            );
+        }
         Ok(TokioCompat {
-            handle,
-            stop: Mutex::new(Some((stop_tx, thread))),
+            handles: runtimes.iter().map(|r| r.handle().clone()).collect(),
+            runtimes: runtimes.into_iter().map(|r| Mutex::new(Some(r))).collect(),
+            next: AtomicUsize::new(0),
         })
+    }
+
+    /// Worker `index`'s runtime, to drive for its life (once).
+    pub(super) fn take_runtime(&self, index: usize) -> Option<Runtime> {
+        self.runtimes.get(index).and_then(|r| r.lock().take())
+    }
+
+    /// Enter the next worker's runtime context on this (outside) thread
+    /// until the guard drops.
+    pub(super) fn enter_next(&self) -> tokio::runtime::EnterGuard<'_> {
+        // Relaxed: only spreads threads over runtimes.
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
+        self.handles[i].enter()
+    }
+
+    /// Shut down the runtimes no worker took (shutdown's last step).
+    pub(super) fn stop(&self) {
+        for slot in self.runtimes.iter() {
+            if let Some(runtime) = slot.lock().take() {
+                runtime.shutdown_background();
+            }
+        }
+    }
+}
+
+/// The pool's epoll descriptor, duplicated so that a tokio reactor can own
+/// a registration of it.
+struct EpollFd(OwnedFd);
+
+impl AsRawFd for EpollFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// A worker's runtime, driven by the worker: its busy turns and the host
+/// of its sleeps. Lives on the worker's stack; shuts its runtime down when
+/// dropped.
+pub(crate) struct WorkerHost {
+    runtime: Option<Runtime>,
+    /// The runtime's metrics: the depth of its queue of tasks scheduled
+    /// from outside its `block_on` (every `tokio::spawn` and wake from a
+    /// pool task, or from another thread), read on every search.
+    metrics: tokio::runtime::RuntimeMetrics,
+    registry: Arc<Registry>,
+    /// Inside the runtime's `block_on` (a turn or a sleep): a nested one
+    /// (a tokio task that blocks on a pool future) must not enter again.
+    inside: Cell<bool>,
+    last_turn: Cell<Instant>,
+    /// The pool driver's timer deadline, watched while this worker sleeps
+    /// holding the driver.
+    timer: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
+    /// The wakers a driver poll returned, kept for their capacity.
+    wakers: Cell<Vec<Waker>>,
+}
+
+impl std::fmt::Debug for WorkerHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerHost")
+            .field("inside", &self.inside.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clears `WorkerHost::inside`, also on a panic.
+struct Outside<'a>(&'a Cell<bool>);
+
+impl Drop for Outside<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl WorkerHost {
+    pub(super) fn new(runtime: Runtime, registry: &Arc<Registry>) -> WorkerHost {
+        WorkerHost {
+            metrics: runtime.metrics(),
+            runtime: Some(runtime),
+            registry: Arc::clone(registry),
+            inside: Cell::new(false),
+            last_turn: Cell::new(Instant::now()),
+            timer: RefCell::new(None),
+            wakers: Cell::new(Vec::new()),
+        }
+    }
+
+    fn runtime(&self) -> &Runtime {
+        self.runtime
+            .as_ref()
+            .expect("a worker's runtime lives as long as its host")
     }
 
     /// Enter the runtime's context on this thread until the guard drops.
     pub(super) fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
-        self.handle.enter()
+        self.runtime().enter()
     }
 
-    /// Stop the runtime thread and join it (unless this is that thread).
-    pub(super) fn stop(&self) {
-        let Some((stop, thread)) = self.stop.lock().take() else {
+    fn block_on_inside<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.inside.set(true);
+        let _outside = Outside(&self.inside);
+        self.runtime().block_on(future)
+    }
+
+    /// A busy worker, between two tasks: give the runtime a turn if tasks
+    /// were scheduled onto it from outside (a `tokio::spawn` or a wake by a
+    /// pool task: they wait for this worker alone), or, when `periodic`
+    /// (every 61st search), if `TURN_INTERVAL` passed since its last turn
+    /// (for its reactor and timers). tokio runs its ready tasks, then polls
+    /// its reactor and timers without blocking (the `block_on` future woke
+    /// itself), and the future completes on its second poll.
+    #[inline]
+    pub(super) fn turn(&self, periodic: bool) {
+        if self.inside.get() {
             return;
-        };
-        let _ = stop.send(());
-        if thread.thread().id() != thread::current().id() {
-            let _ = thread.join();
+        }
+        let queued = self.metrics.global_queue_depth() > 0;
+        if !queued && !periodic {
+            return;
+        }
+        let now = Instant::now();
+        if !queued && now.duration_since(self.last_turn.get()) < TURN_INTERVAL {
+            return;
+        }
+        self.last_turn.set(now);
+        let mut polled = false;
+        self.block_on_inside(poll_fn(|cx| {
+            if std::mem::replace(&mut polled, true) {
+                Poll::Ready(())
+            } else {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }));
+    }
+
+    /// The sleeper that holds the pool's driver, in one poll of its
+    /// future: poll the driver without blocking and wake what it made
+    /// ready, until it finds nothing and its next timer is not due; then
+    /// `cx` is registered with the epoll descriptor's readiness (an event,
+    /// or an `unpark` of the driver) and the timer.
+    /// Without `epoll` (see `watch`) the driver is polled every
+    /// `DRIVER_FALLBACK_POLL`.
+    fn watch_driver(&self, epoll: Option<&AsyncFd<EpollFd>>, cx: &mut Context<'_>) {
+        let io = self.registry.io();
+        let mut wakers = self.wakers.take();
+        let mut timer = self.timer.borrow_mut();
+        for _ in 0..DRIVER_ROUNDS {
+            // Readiness first, cleared: an event after the poll below is a
+            // new edge, which wakes `cx`.
+            while let Some(Poll::Ready(Ok(mut ready))) = epoll.map(|e| e.poll_read_ready(cx)) {
+                ready.clear_ready();
+            }
+            io.unparked();
+            let more = io.poll_now(&mut wakers);
+            for waker in wakers.drain(..) {
+                waker.wake();
+            }
+            if more {
+                continue;
+            }
+            // Recorded before the wait: an earlier timer inserted from now
+            // on unparks the driver, which makes the descriptor readable.
+            let deadline = match (io.park_deadline(), epoll) {
+                (deadline, Some(_)) => deadline,
+                (deadline, None) => {
+                    let soon = Instant::now() + DRIVER_FALLBACK_POLL;
+                    Some(deadline.map_or(soon, |d| d.min(soon)))
+                }
+            };
+            let Some(deadline) = deadline else {
+                self.wakers.set(wakers);
+                return;
+            };
+            let sleep = timer.get_or_insert_with(|| {
+                Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
+                    deadline,
+                )))
+            });
+            sleep
+                .as_mut()
+                .reset(tokio::time::Instant::from_std(deadline));
+            if sleep.as_mut().poll(cx).is_pending() {
+                self.wakers.set(wakers);
+                return;
+            }
+        }
+        // Still finding work: let the runtime run it, then come back.
+        cx.waker().wake_by_ref();
+        self.wakers.set(wakers);
+    }
+}
+
+impl Host for WorkerHost {
+    fn can_block(&self) -> bool {
+        !self.inside.get()
+    }
+
+    fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>) {
+        context::as_outsider(&self.registry, || {
+            self.block_on_inside(async {
+                // Registered for this sleep only: in every sleeping
+                // worker's reactor at once, each event would wake them all.
+                let epoll = driver
+                    .then(|| self.watch(self.registry.io().epoll_fd()))
+                    .flatten();
+                poll_fn(|cx| {
+                    if until(cx).is_ready() {
+                        return Poll::Ready(());
+                    }
+                    if driver {
+                        self.watch_driver(epoll.as_ref(), cx);
+                    }
+                    Poll::Pending
+                })
+                .await;
+                if driver {
+                    self.registry.io().unparked();
+                }
+            })
+        });
+    }
+}
+
+impl WorkerHost {
+    /// A registration of the pool's epoll descriptor in this runtime's
+    /// reactor (inside its context). None if the process is out of
+    /// descriptors (or the reactor refuses it): the driver is then polled
+    /// on a short timer instead.
+    fn watch(&self, fd: RawFd) -> Option<AsyncFd<EpollFd>> {
+        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` of the driver's epoll descriptor,
+        // which is open for the pool's life (the registry, which owns the
+        // driver, is held by `self`); the new descriptor is ours alone.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            return None;
+        }
+        // SAFETY: `dup` is a descriptor we just opened and own.
+        let fd = EpollFd(unsafe { OwnedFd::from_raw_fd(dup) });
+        // SAFETY: `EpollFd` owns its descriptor and neither closes nor
+        // replaces it while the `AsyncFd` owns the `EpollFd`.
+        unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
+    }
+}
+
+impl Drop for WorkerHost {
+    fn drop(&mut self) {
+        // The timer belongs to the runtime: dropped first, in its context.
+        if let Some(runtime) = self.runtime.take() {
+            let guard = runtime.enter();
+            self.timer.borrow_mut().take();
+            drop(guard);
+            runtime.shutdown_background();
         }
     }
 }

@@ -19,7 +19,7 @@
 //! | `counters.rs` | `AtomicCounters`: sleeping / inactive / JEC packed in one `u64` |
 //! | `state.rs` | `SleepState`: the lock, condvar and blocked flag one thread sleeps on |
 //! | `latch.rs` | `CoreLatch` (four states) and `ThreadLatch` (a latch with its own sleep state) |
-//! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in |
+//! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in; `Host`: a runtime a sleeper drives while it sleeps |
 //! | `watcher_park.rs` | `WatcherPark`: where the watcher thread parks while every worker sleeps |
 //! | `deadlock.rs` | `DeadlockDetector`: active and blocked workers, the deadlock handler |
 //! | `inbox.rs` | `Inbox`: work pinned to one worker, posted from other threads; why its wake is not lost |
@@ -65,7 +65,7 @@ pub(crate) use counters::THREADS_MAX;
 pub(crate) use deadlock::{DeadlockDetector, Handler as DeadlockHandler};
 pub(crate) use inbox::Inbox;
 pub(crate) use latch::{CoreLatch, ThreadLatch};
-pub(crate) use park::Park;
+pub(crate) use park::{Host, Park};
 pub(crate) use watcher_park::WatcherPark;
 
 use crate::sync::{fence, yield_now, AtomicBool, Ordering};
@@ -328,6 +328,7 @@ impl Sleep {
         latch: &CoreLatch,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
+        host: Option<&dyn Host>,
     ) -> Round {
         if idle_state.rounds < ROUNDS_UNTIL_SLEEPY {
             yield_now();
@@ -340,7 +341,7 @@ impl Sleep {
             Round::GotSleepy
         } else {
             debug_assert_eq!(idle_state.rounds, ROUNDS_UNTIL_SLEEPING);
-            if self.sleep(idle_state, latch, has_injected_jobs, wakers) {
+            if self.sleep(idle_state, latch, has_injected_jobs, wakers, host) {
                 Round::Slept
             } else {
                 Round::StayedAwake
@@ -365,6 +366,7 @@ impl Sleep {
         latch: &CoreLatch,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
+        host: Option<&dyn Host>,
     ) -> bool {
         let worker_index = idle_state.worker_index;
 
@@ -435,8 +437,18 @@ impl Sleep {
                 .driver
                 .as_deref()
                 .filter(|_| self.driver_enabled.load(Ordering::SeqCst));
-            match driver.filter(|d| d.try_acquire()) {
-                Some(driver) => {
+            // A sleeper whose thread hosts a runtime sleeps in it, and the
+            // driver's sleeper has the host watch the driver for it.
+            let host = host.filter(|h| h.can_block());
+            match (driver.filter(|d| d.try_acquire()), host) {
+                (Some(driver), Some(host)) => {
+                    sleep_state.block_in_host(is_blocked, Blocked::InDriver, host, before_wait);
+                    driver.release();
+                }
+                (None, Some(host)) => {
+                    sleep_state.block_in_host(is_blocked, Blocked::OnCondvar, host, before_wait);
+                }
+                (Some(driver), None) => {
                     // The driver may end the sleep itself: it counts that as
                     // a wakeup (`self_wakes`), so that sleeps minus wakeups
                     // stays the sleepers.
@@ -445,8 +457,8 @@ impl Sleep {
                     });
                     driver.release();
                 }
-                None if deadlock.is_none() => sleep_state.block(is_blocked),
-                None => sleep_state.block_after(is_blocked, before_wait),
+                (None, None) if deadlock.is_none() => sleep_state.block(is_blocked),
+                (None, None) => sleep_state.block_after(is_blocked, before_wait),
             }
             if let Some(deadlock) = deadlock {
                 deadlock.worker_awake();

@@ -16,7 +16,7 @@
 //!   even one that comes before `park` is entered), or spuriously.
 
 use std::fmt::Debug;
-use std::task::Waker;
+use std::task::{Context, Poll, Waker};
 
 pub(crate) trait Park: Send + Sync + Debug {
     /// Become the holder; false if another thread holds the driver.
@@ -30,4 +30,31 @@ pub(crate) trait Park: Send + Sync + Debug {
 
     /// Any thread: make the holder's `park` return (or its next one).
     fn unpark(&self);
+}
+
+/// A runtime that a sleeping worker's thread drives while it sleeps, in
+/// place of its condvar: with `tokio-compat`, each worker's own tokio
+/// runtime (`scheduler/tokio_compat.rs`), so that tokio's tasks and I/O on
+/// that worker keep running while the pool counts it asleep. See
+/// README.md, "Sleeping in a host".
+///
+/// # Contract
+///
+/// * `block_on` polls `until` as a future on the calling thread (with the
+///   host's waker in its context) and returns once it is ready; between
+///   polls it may run the host's own work, and it polls `until` again
+///   whenever that waker is woken (and maybe spuriously).
+/// * With `driver` true, the caller holds the pool's I/O driver: while it
+///   waits, the host watches it too (readiness, due timers, `unpark`) and
+///   wakes the wakers of what became ready itself, as an outsider to the
+///   pool, so that they are scheduled as from another thread.
+/// * Work the host runs meanwhile is not the sleeping worker's: it must not
+///   see this thread as that worker (a spawn from it goes through the
+///   injector and wakes a sleeper, maybe this one).
+pub(crate) trait Host {
+    /// Can this thread block in the host now? (Not from inside it.)
+    fn can_block(&self) -> bool;
+
+    /// Drive the host until `until` is ready; see the contract.
+    fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>);
 }

@@ -1,25 +1,31 @@
 //! `SleepState`: the lock, the condvar and the blocked flag that one thread
-//! sleeps on, and the two ways it blocks (on its condvar, or in the I/O
-//! driver).
+//! sleeps on, and the three ways it blocks (on its condvar, in the I/O
+//! driver, or in a host runtime that its thread drives meanwhile).
 //!
 //! # Invariants
 //!
 //! * `is_blocked` is not `Blocked::No` exactly while its owner is committed
 //!   to sleep and not yet woken; it only changes under the lock. It says how
 //!   to wake the owner: notify its condvar, or unpark the driver it blocks in.
-//! * A waker clears the flag and notifies (or unparks) under the lock, and
-//!   the owner waits until the flag is clear: a spurious return goes back to
-//!   waiting, and a wake that lands before the owner waits is not lost.
+//! * A waker clears the flag and notifies (or unparks, or wakes the host's
+//!   waker) under the lock, and the owner waits until the flag is clear: a
+//!   spurious return goes back to waiting, and a wake that lands before the
+//!   owner waits is not lost.
+//! * An owner blocked in a host (`block_in_host`) stores its host's waker
+//!   under the lock, after it read the flag set, in the same critical
+//!   section: a waker that clears the flag later finds the waker and wakes
+//!   it; one that came before leaves the flag clear, and the owner's next
+//!   poll returns. The host's waker is the only way to end that wait.
 //! * `sleeps` and `self_wakes` are statistics written only by the owner
 //!   (a relaxed load and store, no read-modify-write): the sleeps it began,
 //!   and the sleeps in the driver it ended itself because the driver brought
 //!   work. They are `std` atomics, not the `sync` shim's: no decision is
 //!   taken on them, so the loom models need not explore them.
 
-use super::park::Park;
+use super::park::{Host, Park};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::Waker;
+use std::task::{Poll, Waker};
 
 /// How a thread that committed to sleep is blocked; changed only under its
 /// `SleepState` lock.
@@ -33,11 +39,21 @@ pub(crate) enum Blocked {
     InDriver,
 }
 
+/// What the lock of a `SleepState` guards.
+#[derive(Debug)]
+pub(crate) struct Asleep {
+    /// Not `No` while the owner is committed to sleep and nobody woke it yet.
+    pub(crate) how: Blocked,
+    /// The waker of the host runtime the owner blocks in (`block_in_host`),
+    /// once it polled; the waker wakes it instead of notifying the condvar
+    /// or unparking the driver.
+    host_waker: Option<Waker>,
+}
+
 /// A lock, a condvar and how the owner is blocked: what one thread sleeps on.
 #[derive(Debug)]
 pub(crate) struct SleepState {
-    /// Not `No` while the owner is committed to sleep and nobody woke it yet.
-    is_blocked: Mutex<Blocked>,
+    is_blocked: Mutex<Asleep>,
     condvar: Condvar,
     /// Sleeps the owner began (`Metrics::sleeps`).
     sleeps: AtomicU64,
@@ -49,14 +65,17 @@ pub(crate) struct SleepState {
 impl SleepState {
     pub(crate) fn new() -> SleepState {
         SleepState {
-            is_blocked: Mutex::new(Blocked::No),
+            is_blocked: Mutex::new(Asleep {
+                how: Blocked::No,
+                host_waker: None,
+            }),
             condvar: Condvar::new(),
             sleeps: AtomicU64::new(0),
             self_wakes: AtomicU64::new(0),
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Blocked> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Asleep> {
         self.is_blocked.lock()
     }
 
@@ -76,10 +95,10 @@ impl SleepState {
 
     /// Owner, holding the lock: mark itself blocked and wait until a waker
     /// clears the flag. Spurious condvar wakeups go back to waiting.
-    pub(crate) fn block(&self, mut is_blocked: MutexGuard<'_, Blocked>) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::OnCondvar;
-        while *is_blocked != Blocked::No {
+    pub(crate) fn block(&self, mut is_blocked: MutexGuard<'_, Asleep>) {
+        debug_assert_eq!(is_blocked.how, Blocked::No);
+        is_blocked.how = Blocked::OnCondvar;
+        while is_blocked.how != Blocked::No {
             is_blocked = self.condvar.wait(is_blocked);
         }
     }
@@ -90,15 +109,15 @@ impl SleepState {
     /// lost. (`before_wait` may run user code that wakes this very owner.)
     pub(super) fn block_after(
         &self,
-        mut is_blocked: MutexGuard<'_, Blocked>,
+        mut is_blocked: MutexGuard<'_, Asleep>,
         before_wait: impl FnOnce(),
     ) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::OnCondvar;
+        debug_assert_eq!(is_blocked.how, Blocked::No);
+        is_blocked.how = Blocked::OnCondvar;
         drop(is_blocked);
         before_wait();
         let mut is_blocked = self.lock();
-        while *is_blocked != Blocked::No {
+        while is_blocked.how != Blocked::No {
             is_blocked = self.condvar.wait(is_blocked);
         }
     }
@@ -112,30 +131,71 @@ impl SleepState {
     /// return) goes back to blocking. `before_wait` as in `block_after`.
     pub(super) fn block_in_driver(
         &self,
-        mut is_blocked: MutexGuard<'_, Blocked>,
+        mut is_blocked: MutexGuard<'_, Asleep>,
         driver: &dyn Park,
         wakers: &mut Vec<Waker>,
         before_wait: impl FnOnce(),
         on_self_wake: impl FnOnce(),
     ) {
-        debug_assert_eq!(*is_blocked, Blocked::No);
-        *is_blocked = Blocked::InDriver;
+        debug_assert_eq!(is_blocked.how, Blocked::No);
+        is_blocked.how = Blocked::InDriver;
         drop(is_blocked);
         before_wait();
         loop {
             driver.park(wakers);
             let mut is_blocked = self.lock();
-            if *is_blocked == Blocked::No {
+            if is_blocked.how == Blocked::No {
                 // A waker took us off the sleeping count and unparked us.
                 break;
             }
             if !wakers.is_empty() {
-                *is_blocked = Blocked::No;
+                is_blocked.how = Blocked::No;
                 on_self_wake();
                 bump(&self.self_wakes);
                 break;
             }
         }
+    }
+
+    /// Owner, holding the lock: mark itself blocked (`how`: `InDriver` if
+    /// it holds the driver, which the host then watches for it; else
+    /// `OnCondvar`, which here only says "not the driver's sleeper") and
+    /// drive `host` until a waker clears the flag. The host runs its own
+    /// work meanwhile (tokio's tasks and I/O, `tokio-compat`). The flag is
+    /// read, and the host's waker stored, under the lock on every poll; a
+    /// waker wakes the stored waker under the same lock (`wake_then`). The
+    /// caller checked `host.can_block()`. `before_wait` as in `block_after`.
+    pub(super) fn block_in_host(
+        &self,
+        mut is_blocked: MutexGuard<'_, Asleep>,
+        how: Blocked,
+        host: &dyn Host,
+        before_wait: impl FnOnce(),
+    ) {
+        debug_assert_eq!(is_blocked.how, Blocked::No);
+        is_blocked.how = how;
+        drop(is_blocked);
+        before_wait();
+        host.block_on(how == Blocked::InDriver, &mut |cx| {
+            let mut is_blocked = self.lock();
+            if is_blocked.how == Blocked::No {
+                is_blocked.host_waker = None;
+                return Poll::Ready(());
+            }
+            // Test-only: store the waker in a critical section of its own,
+            // after the flag was read: a wake in between is lost, and the
+            // host model must find it (`scripts/loom`).
+            #[cfg(pool_loom_split_host_waker)]
+            {
+                drop(is_blocked);
+                is_blocked = self.lock();
+            }
+            match &is_blocked.host_waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => is_blocked.host_waker = Some(cx.waker().clone()),
+            }
+            Poll::Pending
+        });
     }
 
     /// Any thread: wake the owner if it is blocked. True if it was.
@@ -145,7 +205,10 @@ impl SleepState {
 
     /// Wake the owner if it is blocked in a way `which` accepts and, still
     /// holding its lock, run `on_woken`. True if it was woken. An owner
-    /// blocked in the driver is woken through `driver`.
+    /// blocked in a host is woken through the host's waker it stored, one
+    /// blocked in the driver through `driver`. (An owner marked blocked in a
+    /// host that has not polled yet has stored no waker: the notify or
+    /// unpark then finds nobody, and its first poll sees the flag clear.)
     pub(super) fn wake_then(
         &self,
         driver: Option<&dyn Park>,
@@ -153,11 +216,17 @@ impl SleepState {
         on_woken: impl FnOnce(),
     ) -> bool {
         let mut is_blocked = self.is_blocked.lock();
-        let how = *is_blocked;
+        let how = is_blocked.how;
         if how == Blocked::No || !which(how) {
             return false;
         }
-        *is_blocked = Blocked::No;
+        is_blocked.how = Blocked::No;
+        if let Some(waker) = is_blocked.host_waker.take() {
+            // Blocked in a host: its waker is what ends the wait.
+            waker.wake();
+            on_woken();
+            return true;
+        }
         match how {
             Blocked::InDriver => driver
                 .expect("only a sleeper of a pool with a driver blocks in it")

@@ -100,6 +100,9 @@ pub(crate) struct WorkerThread {
     local: LocalTasks,
     /// Its lane of the timeline, if the pool is traced.
     lane: WorkerLane,
+    /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
+    #[cfg(feature = "tokio-compat")]
+    host: Option<super::tokio_compat::WorkerHost>,
 }
 
 impl WorkerThread {
@@ -305,6 +308,32 @@ impl WorkerThread {
         self.lane.record(kind, start, arg);
     }
 
+    /// What this worker sleeps in instead of its condvar: its tokio
+    /// runtime (`tokio-compat`), if any.
+    #[inline]
+    fn host(&self) -> Option<&dyn crate::sleep::Host> {
+        #[cfg(feature = "tokio-compat")]
+        {
+            self.host.as_ref().map(|h| h as &dyn crate::sleep::Host)
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        {
+            None
+        }
+    }
+
+    /// A busy worker's turn of its tokio runtime (`tokio-compat`), if it
+    /// has tasks queued or, when `periodic`, if it is due.
+    #[inline]
+    pub(super) fn turn_host(&self, periodic: bool) {
+        #[cfg(feature = "tokio-compat")]
+        if let Some(host) = &self.host {
+            host.turn(periodic);
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        let _ = periodic;
+    }
+
     fn count_wakeups(&self, woken: usize) {
         if woken > 0 {
             self.stats().bump_owned(|s| &s.wakeups, woken as u64);
@@ -373,6 +402,7 @@ impl WorkerThread {
                     latch,
                     || self.registry.has_injected_jobs() || self.has_inbox(),
                     &mut wakers,
+                    self.host(),
                 );
                 if self.lane.is_traced() && round != Round::Searched {
                     self.lane.round(round, start);
@@ -429,6 +459,8 @@ pub(crate) fn main_loop(
         ids: Cell::new((0, 0)),
         local: LocalTasks::default(),
         lane: WorkerLane::new(registry.timeline_shared(), index),
+        #[cfg(feature = "tokio-compat")]
+        host: registry.worker_host(index),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
@@ -438,9 +470,10 @@ pub(crate) fn main_loop(
     if let Some(timeline) = this.registry.timeline() {
         timeline.enter_thread(Some(index));
     }
-    // The tokio runtime's context (`tokio-compat`), for the thread's life,
+    // Its tokio runtime's context (`tokio-compat`), for the thread's life,
     // hooks included.
-    let _tokio = this.registry.enter_tokio();
+    #[cfg(feature = "tokio-compat")]
+    let _tokio = this.host.as_ref().map(|h| h.enter());
     if let Some(hook) = this.registry.on_thread_start() {
         call_quietly(|| hook());
     }

@@ -98,7 +98,7 @@ impl WorkerThread {
             return false;
         }
         let mut wakers = self.io_wakers.take();
-        io.poll_now(&mut wakers);
+        let _ = io.poll_now(&mut wakers);
         io.release();
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
@@ -113,9 +113,11 @@ impl WorkerThread {
     pub(super) fn tick(&self) -> bool {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        if tick % DRIVER_INTERVAL == 0 {
+        let periodic = tick % DRIVER_INTERVAL == 0;
+        if periodic {
             let _ = self.poll_driver();
         }
+        self.turn_host(periodic);
         tick % INJECTOR_INTERVAL == 0
     }
 
