@@ -83,13 +83,14 @@ impl Builder {
 
     /// The prefix of the pool's thread names: workers are `NAME-0`,
     /// `NAME-1`, ...; the watcher `NAME-watcher`; blocking threads
-    /// `NAME-blocking-K`; with `tokio-compat`, `NAME-tokio` and
-    /// `NAME-tokio-blocking`. Those are the names `std::thread::current()`
+    /// `NAME-blocking-K`; with `tokio-compat`, tokio's blocking threads
+    /// `NAME-tokio-blocking` (tokio's own tasks run on the workers). Those
+    /// are the names `std::thread::current()`
     /// and panic messages show. The kernel keeps 15 bytes of a name (what
     /// `ps -L` and `top` show): where a full name is longer, the kernel's
     /// name keeps the kind and the index whole and cuts the prefix
     /// (`pool-worker-0`, `pool-work-watch`, `pool-worke-blk3`,
-    /// `pool-worker-tok`, `pool-worke-tblk`), so every kind is told apart.
+    /// `pool-worke-tblk`), so every kind is told apart.
     /// An empty name, or one with a NUL byte, is an `InvalidInput` error at
     /// `build`.
     ///

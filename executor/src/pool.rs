@@ -107,8 +107,8 @@ impl Pool {
     /// assert_eq!(out, 2);
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        // The tokio runtime's context (`tokio-compat`) for the whole call.
-        let _tokio = self.handle.registry.enter_tokio();
+        // With one of the pool's tokio runtimes (`tokio-compat`) entered
+        // around each poll.
         block_on(Entered::new(&self.handle.registry, future))
     }
 

@@ -114,10 +114,20 @@ fn tokio_spawn_runs_on_the_worker_that_spawned_it_where_the_pool_is_current() {
 fn tokio_work_from_outside_threads_spreads_over_the_workers() {
     watchdog("tokio-compat: outside spawns", 30, || {
         let p = pool_named("tcout");
-        // Each block_on call enters the next worker's runtime.
-        let ran_on: std::collections::BTreeSet<String> = (0..4)
-            .map(|_| p.block_on(async { tokio::spawn(async { thread_name() }).await.unwrap() }))
-            .collect();
+        // A block_on enters the next worker's runtime on every poll: four
+        // spawns from four polls in a row land on both workers.
+        let ran_on: std::collections::BTreeSet<String> = p.block_on(async {
+            let mut spawned = Vec::new();
+            for _ in 0..4 {
+                spawned.push(tokio::spawn(async { thread_name() }));
+                pool::yield_now().await;
+            }
+            let mut names = std::collections::BTreeSet::new();
+            for task in spawned {
+                names.insert(task.await.unwrap());
+            }
+            names
+        });
         assert_eq!(ran_on.len(), 2, "both workers ran tokio tasks: {ran_on:?}");
         assert!(
             ran_on.iter().all(|n| is_worker_of("tcout", n)),
@@ -230,5 +240,42 @@ fn no_tokio_thread_of_its_own_and_tokio_tasks_dropped_with_the_pool() {
             Duration::from_secs(5),
             || dropped.drops() == 1,
         );
+    });
+}
+
+/// tokio's blocking threads follow the pool's budget: with
+/// `max_blocking_threads(2)` on two workers, each worker's runtime runs one
+/// `spawn_blocking` closure at a time, so never more than two at once.
+#[test]
+fn tokio_blocking_threads_stay_within_the_pools_budget() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    watchdog("tokio-compat: blocking budget", 30, || {
+        let p = pool::Builder::new()
+            .worker_threads(2)
+            .max_blocking_threads(2)
+            .thread_name("tcbb")
+            .build()
+            .unwrap();
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        p.block_on(async {
+            let mut closures = Vec::new();
+            for _ in 0..8 {
+                let (now, most) = (now.clone(), most.clone());
+                closures.push(tokio::task::spawn_blocking(move || {
+                    let running = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(running, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                }));
+                // The next spawn from the next poll: the other runtime.
+                pool::yield_now().await;
+            }
+            for c in closures {
+                c.await.unwrap();
+            }
+        });
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "{most} closures ran at once");
     });
 }

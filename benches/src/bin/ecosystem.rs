@@ -3,7 +3,7 @@
 //!
 //! * `reqwest`: GETs per second from `C` concurrent tasks sharing one
 //!   `reqwest::Client`: in pool tasks (through pool's `tokio-compat`:
-//!   reqwest's sockets on the pool's `-tokio` thread) against in tokio
+//!   reqwest's sockets in the workers' own tokio runtimes) against in tokio
 //!   tasks; the server is `http_server --runtime pool` (hello world) in
 //!   its own process, the same for both.
 //! * `tonic`: unary `SayHello` calls per second, client and server in one

@@ -21,8 +21,8 @@
 //! own process, the same for every runtime. Per route and runtime it prints
 //! the medians over rounds of requests (or echoes) per second and its ratio
 //! to tokio, p50 and p99 latency, the server's CPU per request, and the
-//! server's CPU by thread (names with their trailing digits cut, in % of
-//! one core), which says where the work ran.
+//! server's CPU by thread name (in % of one core; threads of one name
+//! summed), which says where the work ran.
 
 use benches::load::{client_load, thread_cpu_ms, thread_ticks, wrk, Load};
 use benches::median;
@@ -136,7 +136,7 @@ fn start(runtime: &str, workers: usize, upstream: Option<&str>) -> ListeningServ
 struct Run {
     load: Load,
     cpu_per_req_us: f64,
-    /// CPU by thread name (trailing digits cut), in % of one core.
+    /// CPU by thread name, in % of one core.
     by_thread: BTreeMap<String, f64>,
 }
 

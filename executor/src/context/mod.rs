@@ -8,7 +8,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | the cells that name the scheduler's types: the current worker, the entered pool, the pool a blocking or tokio thread serves, `block_on`'s cached signal; `task_id` |
+//! | `mod.rs` | the cells that name the scheduler's types: the current worker, the entered pool, the pool a blocking or tokio blocking thread serves, `block_on`'s cached signal; `as_outsider`; `task_id` |
 //! | `cells.rs` | the cells of plain data: a blocking thread's task, outside spawns' shard and ids, the deadlock handler's mark, the timeline tag, the cooperative budget |
 //! | `current.rs` | `with_current`, `with_current_worker`, `try_current`, `io_driver`: the current pool, with the global pool's fallback |
 //!
@@ -19,7 +19,7 @@
 //! that future, so tasks the thread runs meanwhile see their own pool), or
 //! by a `Handle::enter` guard (until it drops); else the pool of the worker
 //! thread; else the pool this thread serves (a blocking thread's, or, with
-//! `tokio-compat`, one of the tokio threads the pool runs); else the global
+//! `tokio-compat`, one of tokio's blocking threads the pool runs); else the global
 //! pool (`scheduler/global.rs`), started on first use.
 //!
 //! # Invariants
@@ -68,7 +68,7 @@ thread_local! {
     static ENTERED: Cell<*const Arc<Registry>> = const { Cell::new(ptr::null()) };
 
     /// The pool this thread serves: its blocking thread's, or the pool of
-    /// a tokio thread it runs (`tokio-compat`).
+    /// a tokio blocking thread it runs (`tokio-compat`).
     static BLOCKING_POOL: RefCell<Option<Arc<Registry>>> = const { RefCell::new(None) };
 
     /// This thread's `block_on` signal, while no `block_on` borrows it.
@@ -144,7 +144,8 @@ pub(crate) fn current_is_worker_pool(w: &WorkerThread) -> bool {
 }
 
 pin_project! {
-    /// Makes a pool the current one while its `block_on` future is polled.
+    /// Makes a pool the current one while its `block_on` future is polled,
+    /// with one of its tokio runtimes (`tokio-compat`).
     pub(crate) struct Entered<'a, F> {
         registry: &'a Arc<Registry>,
         #[pin]
@@ -174,6 +175,11 @@ impl<F: Future> Future for Entered<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let _restore = Restore(ENTERED.with(|e| e.replace(*this.registry)));
+        // One of the pool's tokio runtimes (`tokio-compat`), the next one
+        // on every poll off its workers: the tokio tasks and sockets that a
+        // long `block_on` (an accept loop in `main`) makes are spread over
+        // the workers that drive them.
+        let _tokio = this.registry.enter_tokio();
         this.future.poll(cx)
     }
 }
@@ -218,7 +224,7 @@ impl Drop for EnterGuard {
 pub(crate) struct BlockingThreadGuard(());
 
 /// Make `registry` the pool this thread serves (a blocking thread, or a
-/// tokio thread of the pool's): its current pool, below the entered ones.
+/// tokio blocking thread of the pool's): its current pool, below the entered ones.
 pub(crate) fn enter_blocking_thread(registry: &Arc<Registry>) -> BlockingThreadGuard {
     BLOCKING_POOL.with(|b| *b.borrow_mut() = Some(Arc::clone(registry)));
     BlockingThreadGuard(())

@@ -57,6 +57,11 @@ pub(crate) struct BlockingPool {
 }
 
 impl BlockingPool {
+    /// The settings it was built with.
+    pub(super) fn config(&self) -> &BlockingConfig {
+        &self.config
+    }
+
     pub(crate) fn new(config: BlockingConfig) -> BlockingPool {
         BlockingPool {
             state: Mutex::new(State::default()),

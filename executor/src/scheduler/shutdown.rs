@@ -15,8 +15,9 @@
 //!    tasks and wake each one still registered (which queues it), drain the
 //!    blocking queue, the injector and every deque, dropping the runnables;
 //!    then shut the I/O driver down (sockets fail, timers complete).
-//! 6. **Stop the tokio runtime** (feature `tokio-compat`, `tokio_compat.rs`)
-//!    last, so that the tasks dropped in step 5 could still use it.
+//! 6. **Shut down the tokio runtimes no worker took** (feature
+//!    `tokio-compat`, `tokio_compat.rs`); each worker shut its own down as
+//!    it exited, after dropping its own tasks.
 //!
 //! # Invariants
 //!
@@ -93,7 +94,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     // 5. Drop every task that did not complete.
     drop_unfinished_tasks(registry);
 
-    // 6. Stop the tokio runtime (feature `tokio-compat`).
+    // 6. The tokio runtimes no worker took (feature `tokio-compat`).
     registry.stop_tokio();
 }
 

@@ -2,9 +2,9 @@
 //! (`std::thread::current().name()`, the one a panic message shows) and the
 //! one the kernel keeps for `ps -L`, `top` and `/proc/PID/task/TID/comm`,
 //! at most 15 bytes. Left to the kernel, a long name loses its end, which is
-//! where the kinds differ (`pool-worker-watcher`, `pool-worker-blocking-3`,
-//! `pool-worker-tokio` and `pool-worker-tokio-blocking` all showed as
-//! `pool-worker-...` cut at 15), so the short name keeps the kind (and the
+//! where the kinds differ (`pool-worker-watcher`, `pool-worker-blocking-3`
+//! and `pool-worker-tokio-blocking` all showed as `pool-worker-...` cut at
+//! 15), so the short name keeps the kind (and the
 //! index) whole and cuts the prefix instead:
 //!
 //! | thread | full name | short name, prefix `pool-worker` |

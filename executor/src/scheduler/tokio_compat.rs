@@ -33,7 +33,9 @@
 //!   tokio's blocking threads) enter the workers' runtimes in turn, one per
 //!   thread or call: their tokio work lands on the workers round-robin.
 //!   tokio's `spawn_blocking` runs on `{name}-tokio-blocking` threads of
-//!   the runtime it was called on.
+//!   the runtime it was called on; each runtime may start the pool's
+//!   `max_blocking_threads` divided by the workers, and lets them go after
+//!   the pool's `blocking_keep_alive`; they have its thread stack size.
 //!
 //! # Shutdown
 //!
@@ -86,12 +88,17 @@ pub(crate) struct TokioCompat {
 
 impl TokioCompat {
     /// Build one runtime per worker (none started: a runtime runs only
-    /// inside its worker's `block_on` calls).
+    /// inside its worker's `block_on` calls). Their blocking threads follow
+    /// the pool's settings: its keep-alive, and its `max_blocking_threads`
+    /// split between them (so tokio's blocking threads of the whole pool
+    /// are at most as many as the pool's own).
     pub(super) fn start(
         registry: &Arc<Registry>,
         workers: usize,
         thread_name: &str,
     ) -> io::Result<TokioCompat> {
+        let blocking = registry.blocking().config();
+        let max_blocking = (blocking.max_threads / workers).max(1);
         let weak: Weak<Registry> = Arc::downgrade(registry);
         let mut runtimes = Vec::with_capacity(workers);
         for _ in 0..workers {
@@ -105,14 +112,18 @@ impl TokioCompat {
                     std::mem::forget(context::enter_blocking_thread(&registry));
                 }
             };
-            runtimes.push(
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
-                    .on_thread_start(on_start)
-                    .on_thread_stop(context::leave_thread_pool)
-                    .build()?,
-            );
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder
+                .enable_all()
+                .max_blocking_threads(max_blocking)
+                .thread_keep_alive(blocking.keep_alive)
+                .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
+                .on_thread_start(on_start)
+                .on_thread_stop(context::leave_thread_pool);
+            if let Some(bytes) = blocking.stack_size {
+                builder.thread_stack_size(bytes);
+            }
+            runtimes.push(builder.build()?);
         }
         Ok(TokioCompat {
             handles: runtimes.iter().map(|r| r.handle().clone()).collect(),
