@@ -58,6 +58,7 @@ pub(crate) struct BlockingPool {
 
 impl BlockingPool {
     /// The settings it was built with.
+    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     pub(super) fn config(&self) -> &BlockingConfig {
         &self.config
     }
