@@ -161,10 +161,7 @@ fn run_once(server: &ListeningServer, route: &str, path: &str, args: &Args) -> R
     let mut by_thread = BTreeMap::new();
     for (name, ms) in thread_cpu_ms(&before, &after) {
         total_ms += ms;
-        let group = name
-            .trim_end_matches(|c: char| c.is_ascii_digit())
-            .to_owned();
-        *by_thread.entry(group).or_insert(0.0) += ms / (args.secs as f64 * 10.0);
+        *by_thread.entry(name).or_insert(0.0) += ms / (args.secs as f64 * 10.0);
     }
     Run {
         load,

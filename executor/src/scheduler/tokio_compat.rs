@@ -182,6 +182,13 @@ pub(crate) struct WorkerHost {
     /// The pool driver's timer deadline, watched while this worker sleeps
     /// holding the driver.
     timer: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
+    /// The pool driver's epoll descriptor registered in this runtime's
+    /// reactor: made by a sleep that holds the driver, kept while this
+    /// worker goes on taking the driver when it sleeps, dropped (and so
+    /// deregistered) by a sleep without it. Registered in every sleeping
+    /// worker's reactor at once, each pool event would wake them all; an
+    /// awake worker's registration costs nothing but a readiness note.
+    epoll: RefCell<Option<AsyncFd<EpollFd>>>,
     /// The wakers a driver poll returned, kept for their capacity.
     wakers: Cell<Vec<Waker>>,
 }
@@ -212,6 +219,7 @@ impl WorkerHost {
             inside: Cell::new(false),
             last_turn: Cell::new(Instant::now()),
             timer: RefCell::new(None),
+            epoll: RefCell::new(None),
             wakers: Cell::new(Vec::new()),
         }
     }
@@ -266,29 +274,39 @@ impl WorkerHost {
     }
 
     /// The sleeper that holds the pool's driver, in one poll of its
-    /// future: poll the driver without blocking and wake what it made
-    /// ready, until it finds nothing and its next timer is not due; then
-    /// `cx` is registered with the epoll descriptor's readiness (an event,
-    /// or an `unpark` of the driver) and the timer.
-    /// Without `epoll` (see `watch`) the driver is polled every
-    /// `DRIVER_FALLBACK_POLL`.
+    /// future: when the driver's descriptor is readable (or its timer is
+    /// due), poll the driver without blocking and wake what it made ready,
+    /// until it finds nothing and its next timer is not due; then `cx` is
+    /// registered with the descriptor's readiness (an event, or an `unpark`
+    /// of the driver) and the timer. Without `epoll` (see `watch`) the
+    /// driver is polled every `DRIVER_FALLBACK_POLL`.
+    ///
+    /// The driver is not polled on a poll that finds the descriptor not
+    /// readable: an event that came since the last poll of the driver made
+    /// it readable (the registration stays in this reactor while this
+    /// worker keeps taking the driver, and a new one reports the state it
+    /// finds), so nothing waits there.
     fn watch_driver(&self, epoll: Option<&AsyncFd<EpollFd>>, cx: &mut Context<'_>) {
         let io = self.registry.io();
         let mut wakers = self.wakers.take();
         let mut timer = self.timer.borrow_mut();
+        let mut due = epoll.is_none();
         for _ in 0..DRIVER_ROUNDS {
             // Readiness first, cleared: an event after the poll below is a
             // new edge, which wakes `cx`.
             while let Some(Poll::Ready(Ok(mut ready))) = epoll.map(|e| e.poll_read_ready(cx)) {
                 ready.clear_ready();
+                due = true;
             }
-            io.unparked();
-            let more = io.poll_now(&mut wakers);
-            for waker in wakers.drain(..) {
-                waker.wake();
-            }
-            if more {
-                continue;
+            if due {
+                io.unparked();
+                let more = io.poll_now(&mut wakers);
+                for waker in wakers.drain(..) {
+                    waker.wake();
+                }
+                if more {
+                    continue;
+                }
             }
             // Recorded before the wait: an earlier timer inserted from now
             // on unparks the driver, which makes the descriptor readable.
@@ -299,22 +317,19 @@ impl WorkerHost {
                     Some(deadline.map_or(soon, |d| d.min(soon)))
                 }
             };
-            let Some(deadline) = deadline else {
+            let Some(deadline) = deadline.map(tokio::time::Instant::from_std) else {
                 self.wakers.set(wakers);
                 return;
             };
-            let sleep = timer.get_or_insert_with(|| {
-                Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
-                    deadline,
-                )))
-            });
-            sleep
-                .as_mut()
-                .reset(tokio::time::Instant::from_std(deadline));
+            let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+            if sleep.deadline() != deadline {
+                sleep.as_mut().reset(deadline);
+            }
             if sleep.as_mut().poll(cx).is_pending() {
                 self.wakers.set(wakers);
                 return;
             }
+            due = true;
         }
         // Still finding work: let the runtime run it, then come back.
         cx.waker().wake_by_ref();
@@ -330,11 +345,13 @@ impl Host for WorkerHost {
     fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>) {
         context::as_outsider(&self.registry, || {
             self.block_on_inside(async {
-                // Registered for this sleep only: in every sleeping
-                // worker's reactor at once, each event would wake them all.
-                let epoll = driver
-                    .then(|| self.watch(self.registry.io().epoll_fd()))
-                    .flatten();
+                let mut epoll = self.epoll.borrow_mut();
+                if !driver {
+                    // Another worker watches the driver: stop hearing of it.
+                    *epoll = None;
+                } else if epoll.is_none() {
+                    *epoll = self.watch(self.registry.io().epoll_fd());
+                }
                 poll_fn(|cx| {
                     if until(cx).is_ready() {
                         return Poll::Ready(());
@@ -376,10 +393,12 @@ impl WorkerHost {
 
 impl Drop for WorkerHost {
     fn drop(&mut self) {
-        // The timer belongs to the runtime: dropped first, in its context.
+        // The timer and the registration belong to the runtime: dropped
+        // first, in its context.
         if let Some(runtime) = self.runtime.take() {
             let guard = runtime.enter();
             self.timer.borrow_mut().take();
+            self.epoll.borrow_mut().take();
             drop(guard);
             runtime.shutdown_background();
         }
