@@ -345,12 +345,12 @@ impl Host for WorkerHost {
     fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>) {
         context::as_outsider(&self.registry, || {
             self.block_on_inside(async {
-                let mut epoll = self.epoll.borrow_mut();
+                let mut epoll = self.epoll.take();
                 if !driver {
                     // Another worker watches the driver: stop hearing of it.
-                    *epoll = None;
+                    epoll = None;
                 } else if epoll.is_none() {
-                    *epoll = self.watch(self.registry.io().epoll_fd());
+                    epoll = self.watch(self.registry.io().epoll_fd());
                 }
                 poll_fn(|cx| {
                     if until(cx).is_ready() {
@@ -365,6 +365,7 @@ impl Host for WorkerHost {
                 if driver {
                     self.registry.io().unparked();
                 }
+                *self.epoll.borrow_mut() = epoll;
             })
         });
     }
