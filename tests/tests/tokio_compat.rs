@@ -279,3 +279,33 @@ fn tokio_blocking_threads_stay_within_the_pools_budget() {
         assert!((1..=2).contains(&most), "{most} closures ran at once");
     });
 }
+
+/// The pool's own timers fire while its workers sleep in their tokio
+/// runtimes (the driver's sleeper has its runtime watch the pool's next
+/// deadline), also a timer that is due by the time its worker sleeps, and
+/// none early.
+#[test]
+fn pool_timers_fire_while_the_workers_sleep_in_their_runtimes() {
+    watchdog("tokio-compat: pool timers", 30, || {
+        let p = pool_named("tctm");
+        for _ in 0..20 {
+            let started = std::time::Instant::now();
+            p.block_on(async {
+                let long = pool::spawn(async {
+                    pool::time::sleep(Duration::from_millis(20)).await;
+                });
+                let short = pool::spawn(async {
+                    for _ in 0..5 {
+                        pool::time::sleep(Duration::from_millis(3)).await;
+                    }
+                });
+                long.await.unwrap();
+                short.await.unwrap();
+            });
+            assert!(
+                started.elapsed() >= Duration::from_millis(20),
+                "a timer fired early"
+            );
+        }
+    });
+}

@@ -52,11 +52,15 @@ impl Host for StandInHost {
         true
     }
 
-    fn block_on(&self, _driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>) {
+    fn block_on(
+        &self,
+        _driver: Option<&mut Vec<Waker>>,
+        until: &mut dyn FnMut(&mut Context<'_>, bool) -> Poll<()>,
+    ) {
         let signal = std::sync::Arc::new(Signal::default());
         let waker = Waker::from(std::sync::Arc::clone(&signal));
         loop {
-            if until(&mut Context::from_waker(&waker)).is_ready() {
+            if until(&mut Context::from_waker(&waker), false).is_ready() {
                 return;
             }
             let work = self.work.lock().take();

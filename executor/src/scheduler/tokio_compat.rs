@@ -16,7 +16,7 @@
 //!   tasks as soon as tasks were scheduled onto it from outside its turns
 //!   (a `tokio::spawn` or a wake from a pool task or another thread: one
 //!   load of the queue's length per search), and every `TURN_INTERVAL`
-//!   otherwise, checked every 61 searches where it polls the pool's
+//!   (250 us) otherwise, checked every 61 searches where it polls the pool's
 //!   driver: tokio runs its ready tasks and polls its reactor and timers
 //!   without blocking, then the worker goes on.
 //! * **Asleep**, the worker blocks inside its runtime
@@ -24,11 +24,12 @@
 //!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
 //!   sleep-protocol wake wakes the runtime's `block_on` future. The
 //!   sleeper that holds the pool's driver also has its runtime watch the
-//!   pool's epoll descriptor and next timer, and wakes what they make ready
-//!   itself. While a worker sleeps this way it is not the current worker:
-//!   the tokio tasks it runs are outsiders of the pool, so their spawns and
-//!   wakes go through the injector and wake a sleeper as any other
-//!   thread's do (maybe this one).
+//!   pool's epoll descriptor and next timer; when they bring work it ends
+//!   its sleep itself, as the driver's sleeper does, and wakes that work
+//!   as its own. While a worker sleeps this way it is not the current
+//!   worker: the tokio tasks it runs are outsiders of the pool, so their
+//!   spawns and wakes go through the injector and wake a sleeper as any
+//!   other thread's do (maybe this one).
 //! * Other threads (`Pool::block_on` on a plain thread, the pool's and
 //!   tokio's blocking threads) enter the workers' runtimes in turn, one per
 //!   thread or call: their tokio work lands on the workers round-robin.
@@ -63,11 +64,13 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::runtime::{Handle, Runtime};
 
-/// A busy worker gives its runtime a turn at most this often: a turn costs
-/// about a microsecond when tokio has nothing to do (a wake of its own
-/// `block_on` future, an epoll poll), so this bounds that cost to ~1% and
-/// the wait of a tokio task woken while its worker is busy to about this.
-const TURN_INTERVAL: Duration = Duration::from_micros(100);
+/// A busy worker with no tokio task queued gives its runtime a turn this
+/// often, for tokio's reactor and timers: a turn costs a microsecond or two
+/// when tokio has nothing to do (a wake of its own `block_on` future, an
+/// epoll poll; 0.7% of a worker's samples at 100 us under HTTP load), and
+/// tokio's own workers poll their reactor every 61 tasks, a few hundred
+/// microseconds under load. (Queued tokio tasks get their turn at once.)
+const TURN_INTERVAL: Duration = Duration::from_micros(250);
 
 /// Rounds of driver polls and timer checks in one poll of the driver
 /// sleeper's future before it yields to the runtime's other work.
@@ -189,8 +192,6 @@ pub(crate) struct WorkerHost {
     /// worker's reactor at once, each pool event would wake them all; an
     /// awake worker's registration costs nothing but a readiness note.
     epoll: RefCell<Option<AsyncFd<EpollFd>>>,
-    /// The wakers a driver poll returned, kept for their capacity.
-    wakers: Cell<Vec<Waker>>,
 }
 
 impl std::fmt::Debug for WorkerHost {
@@ -220,7 +221,6 @@ impl WorkerHost {
             last_turn: Cell::new(Instant::now()),
             timer: RefCell::new(None),
             epoll: RefCell::new(None),
-            wakers: Cell::new(Vec::new()),
         }
     }
 
@@ -275,20 +275,25 @@ impl WorkerHost {
 
     /// The sleeper that holds the pool's driver, in one poll of its
     /// future: when the driver's descriptor is readable (or its timer is
-    /// due), poll the driver without blocking and wake what it made ready,
-    /// until it finds nothing and its next timer is not due; then `cx` is
-    /// registered with the descriptor's readiness (an event, or an `unpark`
-    /// of the driver) and the timer. Without `epoll` (see `watch`) the
-    /// driver is polled every `DRIVER_FALLBACK_POLL`.
+    /// due), poll the driver without blocking; true if that brought work
+    /// (its wakers are in `wakers`: the sleeper ends its sleep and wakes
+    /// them as its own work, onto its own deque). Else `cx` is registered
+    /// with the descriptor's readiness (an event, or an `unpark` of the
+    /// driver) and the driver's next timer. Without `epoll` (see `watch`)
+    /// the driver is polled every `DRIVER_FALLBACK_POLL`.
     ///
     /// The driver is not polled on a poll that finds the descriptor not
     /// readable: an event that came since the last poll of the driver made
     /// it readable (the registration stays in this reactor while this
     /// worker keeps taking the driver, and a new one reports the state it
     /// finds), so nothing waits there.
-    fn watch_driver(&self, epoll: Option<&AsyncFd<EpollFd>>, cx: &mut Context<'_>) {
+    fn watch_driver(
+        &self,
+        epoll: Option<&AsyncFd<EpollFd>>,
+        cx: &mut Context<'_>,
+        wakers: &mut Vec<Waker>,
+    ) -> bool {
         let io = self.registry.io();
-        let mut wakers = self.wakers.take();
         let mut timer = self.timer.borrow_mut();
         let mut due = epoll.is_none();
         for _ in 0..DRIVER_ROUNDS {
@@ -300,12 +305,11 @@ impl WorkerHost {
             }
             if due {
                 io.unparked();
-                let more = io.poll_now(&mut wakers);
-                for waker in wakers.drain(..) {
-                    waker.wake();
-                }
-                if more {
-                    continue;
+                // Events beyond one poll's buffer keep the descriptor
+                // readable for the next sleep's first poll.
+                let _ = io.poll_now(wakers);
+                if !wakers.is_empty() {
+                    return true;
                 }
             }
             // Recorded before the wait: an earlier timer inserted from now
@@ -317,23 +321,28 @@ impl WorkerHost {
                     Some(deadline.map_or(soon, |d| d.min(soon)))
                 }
             };
-            let Some(deadline) = deadline.map(tokio::time::Instant::from_std) else {
-                self.wakers.set(wakers);
-                return;
+            let Some(deadline) = deadline else {
+                return false;
             };
+            if deadline <= Instant::now() {
+                // A timer is due already (inserted late, or its tokio
+                // timer fired): fire it now rather than wait a tick.
+                due = true;
+                continue;
+            }
+            let deadline = tokio::time::Instant::from_std(deadline);
             let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
             if sleep.deadline() != deadline {
                 sleep.as_mut().reset(deadline);
             }
             if sleep.as_mut().poll(cx).is_pending() {
-                self.wakers.set(wakers);
-                return;
+                return false;
             }
             due = true;
         }
-        // Still finding work: let the runtime run it, then come back.
+        // Timers keep coming due with nothing for them: come back soon.
         cx.waker().wake_by_ref();
-        self.wakers.set(wakers);
+        false
     }
 }
 
@@ -342,27 +351,36 @@ impl Host for WorkerHost {
         !self.inside.get()
     }
 
-    fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>) {
+    fn block_on(
+        &self,
+        mut driver: Option<&mut Vec<Waker>>,
+        until: &mut dyn FnMut(&mut Context<'_>, bool) -> Poll<()>,
+    ) {
+        let holds_driver = driver.is_some();
         context::as_outsider(&self.registry, || {
             self.block_on_inside(async {
                 let mut epoll = self.epoll.take();
-                if !driver {
+                if !holds_driver {
                     // Another worker watches the driver: stop hearing of it.
                     epoll = None;
                 } else if epoll.is_none() {
                     epoll = self.watch(self.registry.io().epoll_fd());
                 }
                 poll_fn(|cx| {
-                    if until(cx).is_ready() {
+                    if until(cx, false).is_ready() {
                         return Poll::Ready(());
                     }
-                    if driver {
-                        self.watch_driver(epoll.as_ref(), cx);
+                    let brought_work = driver
+                        .as_deref_mut()
+                        .is_some_and(|wakers| self.watch_driver(epoll.as_ref(), cx, wakers));
+                    if brought_work {
+                        until(cx, true)
+                    } else {
+                        Poll::Pending
                     }
-                    Poll::Pending
                 })
                 .await;
-                if driver {
+                if holds_driver {
                     self.registry.io().unparked();
                 }
                 *self.epoll.borrow_mut() = epoll;

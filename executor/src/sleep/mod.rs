@@ -442,11 +442,14 @@ impl Sleep {
             let host = host.filter(|h| h.can_block());
             match (driver.filter(|d| d.try_acquire()), host) {
                 (Some(driver), Some(host)) => {
-                    sleep_state.block_in_host(is_blocked, Blocked::InDriver, host, before_wait);
+                    // As in the driver: it may end the sleep itself.
+                    sleep_state.block_in_host(is_blocked, host, Some(wakers), before_wait, || {
+                        self.sleeper_left()
+                    });
                     driver.release();
                 }
                 (None, Some(host)) => {
-                    sleep_state.block_in_host(is_blocked, Blocked::OnCondvar, host, before_wait);
+                    sleep_state.block_in_host(is_blocked, host, None, before_wait, || ());
                 }
                 (Some(driver), None) => {
                     // The driver may end the sleep itself: it counts that as

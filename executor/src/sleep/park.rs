@@ -44,10 +44,11 @@ pub(crate) trait Park: Send + Sync + Debug {
 ///   host's waker in its context) and returns once it is ready; between
 ///   polls it may run the host's own work, and it polls `until` again
 ///   whenever that waker is woken (and maybe spuriously).
-/// * With `driver` true, the caller holds the pool's I/O driver: while it
-///   waits, the host watches it too (readiness, due timers, `unpark`) and
-///   wakes the wakers of what became ready itself, as an outsider to the
-///   pool, so that they are scheduled as from another thread.
+/// * With `driver` given, the caller holds the pool's I/O driver: while it
+///   waits, the host watches it too (readiness, due timers, `unpark`), and
+///   when a poll of it brings work it leaves their wakers in `driver` and
+///   polls `until` with `brought_work` true, which then returns ready (the
+///   caller wakes them, as its own work, after `block_on` returns).
 /// * Work the host runs meanwhile is not the sleeping worker's: it must not
 ///   see this thread as that worker (a spawn from it goes through the
 ///   injector and wakes a sleeper, maybe this one).
@@ -56,5 +57,9 @@ pub(crate) trait Host {
     fn can_block(&self) -> bool;
 
     /// Drive the host until `until` is ready; see the contract.
-    fn block_on(&self, driver: bool, until: &mut dyn FnMut(&mut Context<'_>) -> Poll<()>);
+    fn block_on(
+        &self,
+        driver: Option<&mut Vec<Waker>>,
+        until: &mut dyn FnMut(&mut Context<'_>, bool) -> Poll<()>,
+    );
 }

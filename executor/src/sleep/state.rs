@@ -157,29 +157,50 @@ impl SleepState {
         }
     }
 
-    /// Owner, holding the lock: mark itself blocked (`how`: `InDriver` if
-    /// it holds the driver, which the host then watches for it; else
-    /// `OnCondvar`, which here only says "not the driver's sleeper") and
-    /// drive `host` until a waker clears the flag. The host runs its own
-    /// work meanwhile (tokio's tasks and I/O, `tokio-compat`). The flag is
-    /// read, and the host's waker stored, under the lock on every poll; a
-    /// waker wakes the stored waker under the same lock (`wake_then`). The
-    /// caller checked `host.can_block()`. `before_wait` as in `block_after`.
+    /// Owner, holding the lock: mark itself blocked and drive `host` until
+    /// a waker clears the flag. The host runs its own work meanwhile
+    /// (tokio's tasks and I/O, `tokio-compat`). The flag is read, and the
+    /// host's waker stored, under the lock on every poll; a waker wakes the
+    /// stored waker under the same lock (`wake_then`). The caller checked
+    /// `host.can_block()`. `before_wait` as in `block_after`.
+    ///
+    /// With `driver` (the owner holds the driver) it is marked `InDriver`,
+    /// and the host watches the driver too: when a poll of it brings work
+    /// (their wakers are in `wakers`) and no waker came, the owner clears
+    /// the flag itself, counts a self-wake and calls `on_self_wake` under
+    /// its lock, exactly as `block_in_driver` does. Else it is marked
+    /// `OnCondvar` (which here only says "not the driver's sleeper").
     pub(super) fn block_in_host(
         &self,
         mut is_blocked: MutexGuard<'_, Asleep>,
-        how: Blocked,
         host: &dyn Host,
+        driver: Option<&mut Vec<Waker>>,
         before_wait: impl FnOnce(),
+        on_self_wake: impl FnOnce(),
     ) {
         debug_assert_eq!(is_blocked.how, Blocked::No);
-        is_blocked.how = how;
+        is_blocked.how = if driver.is_some() {
+            Blocked::InDriver
+        } else {
+            Blocked::OnCondvar
+        };
         drop(is_blocked);
         before_wait();
-        host.block_on(how == Blocked::InDriver, &mut |cx| {
+        let mut on_self_wake = Some(on_self_wake);
+        host.block_on(driver, &mut |cx, brought_work| {
             let mut is_blocked = self.lock();
             if is_blocked.how == Blocked::No {
+                // A waker took us off the sleeping count.
                 is_blocked.host_waker = None;
+                return Poll::Ready(());
+            }
+            if brought_work {
+                is_blocked.how = Blocked::No;
+                is_blocked.host_waker = None;
+                if let Some(f) = on_self_wake.take() {
+                    f();
+                }
+                bump(&self.self_wakes);
                 return Poll::Ready(());
             }
             // Test-only: store the waker in a critical section of its own,
