@@ -5,6 +5,7 @@
 
 /// The counting allocator (task_memory), shared with the tests.
 pub use tests::alloc;
+pub mod args;
 pub mod exec;
 pub mod load;
 pub mod workloads;

@@ -21,6 +21,7 @@
 //! (and the ratio to tokio), p50 and p99 latency, and the process's CPU
 //! time per call.
 
+use benches::args::{names, positive};
 use benches::{median, percentile};
 use examples::greeter::{channel, GreeterClient, GreeterServer, HelloRequest, MyGreeter};
 use std::collections::BTreeMap;
@@ -56,27 +57,12 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut num = |what: &str| -> u64 {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v| v > 0)
-                .unwrap_or_else(|| usage(&format!("{what} takes a positive number")))
-        };
+        let it = &mut it;
         match a.as_str() {
-            "--rounds" => args.rounds = num("--rounds") as usize,
-            "--secs" => args.secs = num("--secs"),
-            "--concurrency" => args.concurrency = num("--concurrency") as usize,
-            "--only" => {
-                let list = it.next().unwrap_or_else(|| usage("--only takes a list"));
-                args.workloads = list.split(',').map(str::to_owned).collect();
-                if let Some(w) = args
-                    .workloads
-                    .iter()
-                    .find(|w| !WORKLOADS.contains(&w.as_str()))
-                {
-                    usage(&format!("unknown workload {w:?}"));
-                }
-            }
+            "--rounds" => args.rounds = positive(it, "--rounds", usage) as usize,
+            "--secs" => args.secs = positive(it, "--secs", usage),
+            "--concurrency" => args.concurrency = positive(it, "--concurrency", usage) as usize,
+            "--only" => args.workloads = names(it, "--only", &WORKLOADS, usage),
             _ => usage(&format!("unknown option {a:?}")),
         }
     }

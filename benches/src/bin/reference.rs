@@ -24,6 +24,7 @@
 //! server's CPU by thread name (in % of one core; threads of one name
 //! summed), which says where the work ran.
 
+use benches::args::{names, positive};
 use benches::load::{client_load, thread_cpu_ms, thread_ticks, wrk, Load};
 use benches::median;
 use std::collections::BTreeMap;
@@ -62,17 +63,6 @@ fn usage(problem: &str) -> ! {
     std::process::exit(2)
 }
 
-fn list(it: &mut impl Iterator<Item = String>, what: &str, known: &[&str]) -> Vec<String> {
-    let list = it
-        .next()
-        .unwrap_or_else(|| usage(&format!("{what} takes a list")));
-    let items: Vec<String> = list.split(',').map(str::to_owned).collect();
-    if let Some(bad) = items.iter().find(|i| !known.contains(&i.as_str())) {
-        usage(&format!("{what}: unknown {bad:?}"));
-    }
-    items
-}
-
 fn parse_args() -> Args {
     let route_names: Vec<&str> = ROUTES.iter().map(|r| r.0).collect();
     let mut args = Args {
@@ -84,18 +74,13 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut num = |what: &str| -> u64 {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v| v > 0)
-                .unwrap_or_else(|| usage(&format!("{what} takes a positive number")))
-        };
+        let it = &mut it;
         match a.as_str() {
-            "--rounds" => args.rounds = num("--rounds") as usize,
-            "--secs" => args.secs = num("--secs"),
-            "--connections" => args.connections = num("--connections") as usize,
-            "--only" => args.runtimes = list(&mut it, "--only", &RUNTIMES),
-            "--routes" => args.routes = list(&mut it, "--routes", &route_names),
+            "--rounds" => args.rounds = positive(it, "--rounds", usage) as usize,
+            "--secs" => args.secs = positive(it, "--secs", usage),
+            "--connections" => args.connections = positive(it, "--connections", usage) as usize,
+            "--only" => args.runtimes = names(it, "--only", &RUNTIMES, usage),
+            "--routes" => args.routes = names(it, "--routes", &route_names, usage),
             "--quick" => {
                 args.rounds = 1;
                 args.secs = 1;
