@@ -115,8 +115,8 @@ impl IoDriver for Driver {
         self.num_sources.load(Ordering::Relaxed) != 0 || !self.timers.is_empty()
     }
 
-    fn poll_now(&self, wakers: &mut Vec<Waker>) -> bool {
-        self.poll(false, wakers)
+    fn poll_now(&self, wakers: &mut Vec<Waker>) {
+        self.poll(false, wakers);
     }
 
     fn epoll_fd(&self) -> std::os::fd::RawFd {
@@ -124,8 +124,7 @@ impl IoDriver for Driver {
     }
 
     fn park_deadline(&self) -> Option<Instant> {
-        let now = Instant::now();
-        self.timers.park_timeout(now).map(|d| now + d)
+        self.timers.park_until()
     }
 
     fn unparked(&self) {
@@ -212,14 +211,16 @@ impl Driver {
 
     /// The holder: poll the OS, blocking until an event, the next timer
     /// deadline or `unpark` when `block`, else not at all. The wakers of
-    /// what became ready (I/O and due timers) go into `wakers`. True if the
-    /// events filled the buffer (more may be waiting).
-    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) -> bool {
+    /// what became ready (I/O and due timers) go into `wakers`.
+    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
         debug_assert!(self.held.load(Ordering::Relaxed));
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
         let timeout = if block {
-            self.timers.park_timeout(Instant::now())
+            let now = Instant::now();
+            self.timers
+                .park_until()
+                .map(|deadline| deadline.saturating_duration_since(now))
         } else {
             Some(Duration::ZERO)
         };
@@ -233,10 +234,9 @@ impl Driver {
             Err(e) => {
                 drop(core);
                 self.fail(&e, wakers);
-                return false;
+                return;
             }
         }
-        let full = events.iter().count() == EVENTS_CAPACITY;
         if !events.is_empty() {
             let sources = self.sources.lock();
             for event in events.iter() {
@@ -273,7 +273,6 @@ impl Driver {
         if !self.timers.is_empty() {
             self.timers.fire(Instant::now(), wakers);
         }
-        full
     }
 
     /// The OS poll failed (not interrupted): report it once and shut down,
@@ -304,7 +303,7 @@ impl Park for Driver {
     }
 
     fn park(&self, wakers: &mut Vec<Waker>) {
-        let _ = self.poll(true, wakers);
+        self.poll(true, wakers);
     }
 
     #[inline]

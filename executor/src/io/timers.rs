@@ -14,7 +14,7 @@
 //! # Invariants
 //!
 //! * `parked` says, under the store's lock, until when the driver's holder
-//!   is blocked in the OS (`park_timeout` sets it, `unparked` clears it). An
+//!   is blocked in the OS (`park_until` sets it, `unparked` clears it). An
 //!   insert earlier than that, checked under the same lock, makes the
 //!   inserter unpark the driver: either the holder computed its timeout after
 //!   the insert (and saw it) or the inserter sees the later `parked` value.
@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Waker;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// One registered timer: its deadline and a sequence number that keeps equal
 /// deadlines apart.
@@ -123,14 +123,15 @@ impl Timers {
         drop(removed);
     }
 
-    /// The driver's holder is about to block: how long it may (`None`: until
-    /// something else wakes it). Records it for `insert`.
-    pub(crate) fn park_timeout(&self, now: Instant) -> Option<Duration> {
+    /// The driver's holder is about to block: until when it may (`None`:
+    /// until something else wakes it), the earliest deadline. Records it
+    /// for `insert`.
+    pub(crate) fn park_until(&self) -> Option<Instant> {
         let mut inner = self.inner.lock();
         match inner.entries.first_key_value().map(|(key, _)| key.deadline) {
             Some(deadline) => {
                 inner.parked = Parked::Until(deadline);
-                Some(deadline.saturating_duration_since(now))
+                Some(deadline)
             }
             None => {
                 inner.parked = Parked::Forever;

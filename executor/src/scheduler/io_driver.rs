@@ -25,9 +25,8 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     fn has_interest(&self) -> bool;
 
     /// The holder (`Park::try_acquire`): poll without blocking; the wakers
-    /// of what became ready go into `wakers`. True if the poll's buffer
-    /// filled (more events may be waiting).
-    fn poll_now(&self, wakers: &mut Vec<Waker>) -> bool;
+    /// of what became ready go into `wakers`.
+    fn poll_now(&self, wakers: &mut Vec<Waker>);
 
     /// The OS poll instance's descriptor: readable while events wait in
     /// it, and after an `unpark` (a host runtime watches it, see

@@ -51,6 +51,7 @@ use super::registry::Registry;
 use super::thread_name::{set_kernel_name, ThreadKind};
 use crate::context;
 use crate::sleep::Host;
+use crate::task::coarse_now_ns;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -158,21 +159,6 @@ impl TokioCompat {
     }
 }
 
-/// A monotonic clock in nanoseconds, to the kernel tick's resolution
-/// (1-4 ms): `CLOCK_MONOTONIC_COARSE`, a few nanoseconds a read, where
-/// `Instant::now` cost a busy worker 3% of its time (yield_many) read every
-/// 61 searches. So a busy worker's periodic turn comes once per kernel tick
-/// at most, and at least every `TURN_INTERVAL` rounded up to one.
-fn coarse_now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `clock_gettime` writes one `timespec`, which `ts` is.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The pool's epoll descriptor, duplicated so that a tokio reactor can own
 /// a registration of it.
 struct EpollFd(OwnedFd);
@@ -190,13 +176,15 @@ pub(crate) struct WorkerHost {
     runtime: Option<Runtime>,
     /// The runtime's metrics: the depth of its queue of tasks scheduled
     /// from outside its `block_on` (every `tokio::spawn` and wake from a
-    /// pool task, or from another thread), read on every search.
+    /// pool task, or from another thread), read every 8th search.
     metrics: tokio::runtime::RuntimeMetrics,
     registry: Arc<Registry>,
     /// Inside the runtime's `block_on` (a turn or a sleep): a nested one
     /// (a tokio task that blocks on a pool future) must not enter again.
     inside: Cell<bool>,
-    /// When the last turn began, in `coarse_now_ns`.
+    /// When the last turn began, in `coarse_now_ns` (to the kernel tick: a
+    /// periodic turn comes at most once a tick, at least every
+    /// `TURN_INTERVAL` rounded up to one).
     last_turn: Cell<u64>,
     /// The pool driver's timer deadline, watched while this worker sleeps
     /// holding the driver.
@@ -255,6 +243,26 @@ impl WorkerHost {
         self.inside.set(true);
         let _outside = Outside(&self.inside);
         self.runtime().block_on(future)
+    }
+
+    /// A registration of the pool's epoll descriptor in this runtime's
+    /// reactor (inside its context). None if the process is out of
+    /// descriptors (or the reactor refuses it): the driver is then polled
+    /// on a short timer instead.
+    fn watch(&self) -> Option<AsyncFd<EpollFd>> {
+        let fd = self.registry.io().epoll_fd();
+        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` of the driver's epoll descriptor,
+        // which is open for the pool's life (the registry, which owns the
+        // driver, is held by `self`); the new descriptor is ours alone.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if dup < 0 {
+            return None;
+        }
+        // SAFETY: `dup` is a descriptor we just opened and own.
+        let fd = EpollFd(unsafe { OwnedFd::from_raw_fd(dup) });
+        // SAFETY: `EpollFd` owns its descriptor and neither closes nor
+        // replaces it while the `AsyncFd` owns the `EpollFd`.
+        unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
     }
 
     /// A busy worker, between two tasks (every 8th search, and every 61st
@@ -322,9 +330,10 @@ impl WorkerHost {
             }
             if due {
                 io.unparked();
-                // Events beyond one poll's buffer keep the descriptor
-                // readable for the next sleep's first poll.
-                let _ = io.poll_now(wakers);
+                // Events beyond one poll's buffer are polled by this
+                // worker, awake now, before it can sleep again (its idle
+                // period begins with a poll of the driver).
+                io.poll_now(wakers);
                 if !wakers.is_empty() {
                     return true;
                 }
@@ -381,7 +390,7 @@ impl Host for WorkerHost {
                     // Another worker watches the driver: stop hearing of it.
                     epoll = None;
                 } else if epoll.is_none() {
-                    epoll = self.watch(self.registry.io().epoll_fd());
+                    epoll = self.watch();
                 }
                 poll_fn(|cx| {
                     if until(cx, false).is_ready() {
@@ -403,27 +412,6 @@ impl Host for WorkerHost {
                 *self.epoll.borrow_mut() = epoll;
             })
         });
-    }
-}
-
-impl WorkerHost {
-    /// A registration of the pool's epoll descriptor in this runtime's
-    /// reactor (inside its context). None if the process is out of
-    /// descriptors (or the reactor refuses it): the driver is then polled
-    /// on a short timer instead.
-    fn watch(&self, fd: RawFd) -> Option<AsyncFd<EpollFd>> {
-        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` of the driver's epoll descriptor,
-        // which is open for the pool's life (the registry, which owns the
-        // driver, is held by `self`); the new descriptor is ours alone.
-        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if dup < 0 {
-            return None;
-        }
-        // SAFETY: `dup` is a descriptor we just opened and own.
-        let fd = EpollFd(unsafe { OwnedFd::from_raw_fd(dup) });
-        // SAFETY: `EpollFd` owns its descriptor and neither closes nor
-        // replaces it while the `AsyncFd` owns the `EpollFd`.
-        unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
     }
 }
 

@@ -149,9 +149,7 @@ impl SleepState {
                 break;
             }
             if !wakers.is_empty() {
-                is_blocked.how = Blocked::No;
-                on_self_wake();
-                bump(&self.self_wakes);
+                self.woke_itself(&mut is_blocked, on_self_wake);
                 break;
             }
         }
@@ -195,12 +193,9 @@ impl SleepState {
                 return Poll::Ready(());
             }
             if brought_work {
-                is_blocked.how = Blocked::No;
-                is_blocked.host_waker = None;
                 if let Some(f) = on_self_wake.take() {
-                    f();
+                    self.woke_itself(&mut is_blocked, f);
                 }
-                bump(&self.self_wakes);
                 return Poll::Ready(());
             }
             // Test-only: store the waker in a critical section of its own,
@@ -217,6 +212,17 @@ impl SleepState {
             }
             Poll::Pending
         });
+    }
+
+    /// Owner, holding the lock, still blocked: the driver brought work
+    /// and no waker came, so it ends its sleep itself, as a waker would:
+    /// clears the flag, calls `on_self_wake` (which takes it off the
+    /// sleeping count) and counts a self-wake.
+    fn woke_itself(&self, is_blocked: &mut Asleep, on_self_wake: impl FnOnce()) {
+        is_blocked.how = Blocked::No;
+        is_blocked.host_waker = None;
+        on_self_wake();
+        bump(&self.self_wakes);
     }
 
     /// Any thread: wake the owner if it is blocked. True if it was.

@@ -41,6 +41,8 @@ mod site;
 mod waker;
 
 pub use abort_handle::AbortHandle;
+#[cfg(all(target_os = "linux", feature = "tokio-compat"))]
+pub(crate) use clock::coarse_now_ns;
 pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};
 pub use error::JoinError;
 pub(crate) use future::{cancel, TaskFuture};

@@ -325,14 +325,12 @@ impl WorkerThread {
     /// A busy worker's turn of its tokio runtime (`tokio-compat`), if it
     /// has tasks queued or, when `periodic`, if it is due. Out of line: the
     /// search that calls it is the hottest loop of the pool.
+    #[cfg(feature = "tokio-compat")]
     #[inline(never)]
     pub(super) fn turn_host(&self, periodic: bool) {
-        #[cfg(feature = "tokio-compat")]
         if let Some(host) = &self.host {
             host.turn(periodic);
         }
-        #[cfg(not(feature = "tokio-compat"))]
-        let _ = periodic;
     }
 
     fn count_wakeups(&self, woken: usize) {

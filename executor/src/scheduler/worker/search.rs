@@ -46,6 +46,7 @@ const DRIVER_INTERVAL: u32 = 61;
 /// threads) and gives it a turn if so. On every search, that one load cost
 /// yield_many 0.91x -> 1.07x of tokio's wall time; a tokio task scheduled
 /// from a pool task waits for at most this many of the worker's tasks.
+#[cfg(feature = "tokio-compat")]
 const TOKIO_QUEUE_INTERVAL: u32 = 8;
 
 /// Runs in a row from the LIFO slot before its task goes behind the deque
@@ -105,7 +106,7 @@ impl WorkerThread {
             return false;
         }
         let mut wakers = self.io_wakers.take();
-        let _ = io.poll_now(&mut wakers);
+        io.poll_now(&mut wakers);
         io.release();
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
@@ -125,6 +126,7 @@ impl WorkerThread {
         if periodic {
             let _ = self.poll_driver();
         }
+        #[cfg(feature = "tokio-compat")]
         if tick % TOKIO_QUEUE_INTERVAL == 0 || periodic {
             self.turn_host(periodic);
         }
