@@ -122,6 +122,11 @@ pub struct PoolStall(pool::Pool);
 pool_exec!(PoolStall, "pool+stall", |b| b
     .on_stall(std::time::Duration::from_millis(100), |_| {}));
 
+/// `pool` timing every poll (`Builder::poll_time_histogram`).
+pub struct PoolHist(pool::Pool);
+
+pool_exec!(PoolHist, "pool+hist", |b| b.poll_time_histogram(true));
+
 /// tokio's multi-thread runtime.
 pub struct Tokio(tokio::runtime::Runtime);
 

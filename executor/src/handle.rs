@@ -2,7 +2,7 @@
 
 use crate::context;
 use crate::inspect::dump::{self, TaskInfo};
-use crate::scheduler::{Metrics, Registry};
+use crate::scheduler::{Histogram, Metrics, Registry, WorkerMetrics};
 use crate::task::JoinHandle;
 use std::fmt;
 use std::future::Future;
@@ -147,6 +147,17 @@ impl Handle {
     /// ```
     pub fn metrics(&self) -> Metrics {
         self.registry.metrics()
+    }
+
+    /// Each worker's counters; see [`Pool::worker_metrics`](crate::Pool::worker_metrics).
+    pub fn worker_metrics(&self) -> Vec<WorkerMetrics> {
+        self.registry.worker_metrics()
+    }
+
+    /// The poll-time histogram; see
+    /// [`Pool::poll_time_histogram`](crate::Pool::poll_time_histogram).
+    pub fn poll_time_histogram(&self) -> Histogram {
+        self.registry.poll_time_histogram()
     }
 
     /// Every live task of the pool, now; see [`Pool::tasks`](crate::Pool::tasks).

@@ -122,7 +122,7 @@ pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
 pub use scheduler::coop::{consume_budget, unconstrained};
-pub use scheduler::Metrics;
+pub use scheduler::{Bucket, Histogram, Metrics, WorkerMetrics};
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 

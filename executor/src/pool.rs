@@ -11,7 +11,7 @@ use crate::context::Entered;
 use crate::handle::Handle;
 use crate::inspect::TaskInfo;
 use crate::scheduler::block_on::block_on;
-use crate::scheduler::{self, Config, Look, Metrics, Threads};
+use crate::scheduler::{self, Config, Histogram, Look, Metrics, Threads, WorkerMetrics};
 use crate::task::JoinHandle;
 use std::fmt;
 use std::future::Future;
@@ -211,6 +211,31 @@ impl Pool {
     /// ```
     pub fn metrics(&self) -> Metrics {
         self.handle.metrics()
+    }
+
+    /// A snapshot of each worker's counters, in index order (worker `i` is
+    /// the thread named `{thread_name}-{i}`). In a quiescent pool their
+    /// `busy` and `polls` add up to [`metrics`](Pool::metrics)'s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().worker_threads(2).build().unwrap();
+    /// pool.block_on(pool.spawn(async {})).unwrap();
+    /// let workers = pool.worker_metrics();
+    /// assert_eq!(workers.len(), 2);
+    /// assert_eq!(workers.iter().map(|w| w.polls).sum::<u64>(), 1);
+    /// ```
+    pub fn worker_metrics(&self) -> Vec<WorkerMetrics> {
+        self.handle.worker_metrics()
+    }
+
+    /// How long the pool's polls took, by bucket, summed over the workers:
+    /// every count is 0 unless the pool was built with
+    /// [`Builder::poll_time_histogram(true)`](crate::Builder::poll_time_histogram).
+    /// See [`Histogram`] for the buckets.
+    pub fn poll_time_histogram(&self) -> Histogram {
+        self.handle.poll_time_histogram()
     }
 
     /// Every live task of the pool, now: its id, where it was spawned, what

@@ -8,11 +8,12 @@
 //!     [--quick] [--json PATH] [--svg PATH] [--scale] [--pool-variants]
 //! ```
 //!
-//! `--pool-variants` adds two rows to most workloads: `pool+trace` (the
-//! timeline recorded, `Builder::trace`) and `pool+stall` (a stall handler
-//! set, `Builder::on_stall`), for the cost of seeing inside.
+//! `--pool-variants` adds three rows to most workloads: `pool+trace` (the
+//! timeline recorded, `Builder::trace`), `pool+stall` (a stall handler
+//! set, `Builder::on_stall`) and `pool+hist` (every poll timed,
+//! `Builder::poll_time_histogram`), for the cost of seeing inside.
 
-use benches::exec::{AsyncExecutor, Exec, Local, Pool, PoolStall, PoolTraced, Tokio};
+use benches::exec::{AsyncExecutor, Exec, Local, Pool, PoolHist, PoolStall, PoolTraced, Tokio};
 use benches::workloads as w;
 use benches::{median, percentile, process_cpu_time};
 use std::collections::BTreeMap;
@@ -684,12 +685,13 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
     v
 }
 
-/// `--pool-variants`: pool traced (`Builder::trace`) and with a stall
-/// handler (`Builder::on_stall`), beside the plain pool, for the cost goals
-/// of seeing inside.
+/// `--pool-variants`: pool traced (`Builder::trace`), with a stall
+/// handler (`Builder::on_stall`) and timing its polls
+/// (`Builder::poll_time_histogram`), beside the plain pool, for the cost
+/// goals of seeing inside.
 fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
-    // `both!(|E| sample)`: the sample taken on each variant, as `E`.
-    macro_rules! both {
+    // `each!(|E| sample)`: the sample taken on each variant, as `E`.
+    macro_rules! each {
         (|$e:ident| $sample:expr) => {
             vec![
                 (
@@ -706,29 +708,36 @@ fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
                         $sample
                     }),
                 ),
+                (
+                    PoolHist::NAME,
+                    Box::new(move || {
+                        type $e = PoolHist;
+                        $sample
+                    }),
+                ),
             ]
         };
     }
-    macro_rules! timed_both {
+    macro_rules! timed_each {
         ($f:ident) => {
-            both!(|E| timed::<E>(workers, name, w::$f::<E>))
+            each!(|E| timed::<E>(workers, name, w::$f::<E>))
         };
     }
     match name {
-        "spawn_many_local" => timed_both!(spawn_many_local),
-        "spawn_many_remote" => timed_both!(spawn_many_remote),
-        "yield_many" => timed_both!(yield_many),
-        "ping_pong" => timed_both!(ping_pong),
-        "chained_spawn" => timed_both!(chained_spawn),
-        "fork_join" => timed_both!(fork_join),
-        "task_tree" => timed_both!(task_tree),
-        "bursty" => timed_both!(bursty),
-        "idle_cpu" => both!(|E| idle::<E>(workers)),
-        "sparse_wake" => both!(|E| sparse::<E>(workers, 1)),
-        "sparse_wake_50" => both!(|E| sparse::<E>(workers, 50)),
-        "long_poll_spawn" => both!(|E| long_poll::<E>(workers, w::LongPoll::Spawn)),
-        "long_poll_wake" => both!(|E| long_poll::<E>(workers, w::LongPoll::Wake)),
-        "long_poll_yield" => both!(|E| long_poll::<E>(workers, w::LongPoll::Yield)),
+        "spawn_many_local" => timed_each!(spawn_many_local),
+        "spawn_many_remote" => timed_each!(spawn_many_remote),
+        "yield_many" => timed_each!(yield_many),
+        "ping_pong" => timed_each!(ping_pong),
+        "chained_spawn" => timed_each!(chained_spawn),
+        "fork_join" => timed_each!(fork_join),
+        "task_tree" => timed_each!(task_tree),
+        "bursty" => timed_each!(bursty),
+        "idle_cpu" => each!(|E| idle::<E>(workers)),
+        "sparse_wake" => each!(|E| sparse::<E>(workers, 1)),
+        "sparse_wake_50" => each!(|E| sparse::<E>(workers, 50)),
+        "long_poll_spawn" => each!(|E| long_poll::<E>(workers, w::LongPoll::Spawn)),
+        "long_poll_wake" => each!(|E| long_poll::<E>(workers, w::LongPoll::Wake)),
+        "long_poll_yield" => each!(|E| long_poll::<E>(workers, w::LongPoll::Yield)),
         _ => Vec::new(),
     }
 }

@@ -72,9 +72,10 @@ impl BlockingPool {
         }
     }
 
-    /// Blocking threads alive now.
-    pub(crate) fn threads(&self) -> usize {
-        self.state.lock().threads
+    /// Blocking threads alive now, and closures waiting for one.
+    pub(crate) fn threads_and_queue(&self) -> (usize, usize) {
+        let st = self.state.lock();
+        (st.threads, st.queue.len())
     }
 
     /// The schedule function of blocking tasks: queue the runnable, then

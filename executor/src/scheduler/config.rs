@@ -50,6 +50,8 @@ pub(crate) struct Config {
     pub(crate) blocking: BlockingConfig,
     /// `Builder::trace`: where to write the timeline.
     pub(crate) trace: Option<PathBuf>,
+    /// `Builder::poll_time_histogram`.
+    pub(crate) poll_time_histogram: bool,
 }
 
 impl Config {
@@ -68,6 +70,7 @@ impl Config {
                 stack_size: None,
             },
             trace: None,
+            poll_time_histogram: false,
         }
     }
 

@@ -63,6 +63,16 @@ pub(crate) fn budgeted<R>(f: impl FnOnce() -> R) -> R {
     with_budget(BUDGET, f)
 }
 
+/// `budgeted`, for a worker's poll of a task: true if the poll ended with
+/// the budget spent (`Metrics::forced_yields`: the task was made to yield,
+/// or would have been at its next operation; tokio counts the same).
+#[inline]
+pub(crate) fn budgeted_ran_out(f: impl FnOnce()) -> bool {
+    let _restore = Restore(context::replace_budget(BUDGET));
+    f();
+    context::budget() == 0
+}
+
 /// May an operation of pool's complete now? `Ready` if budget is left;
 /// else wakes the task (it goes behind the others) and returns `Pending`.
 #[inline]

@@ -28,6 +28,9 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// of what became ready go into `wakers`.
     fn poll_now(&self, wakers: &mut Vec<Waker>);
 
+    /// Readiness events delivered to sources so far (`Metrics::io_events`).
+    fn io_events(&self) -> u64;
+
     /// The OS poll instance's descriptor: readable while events wait in
     /// it, and after an `unpark` (a host runtime watches it, see
     /// `tokio_compat.rs`).

@@ -15,9 +15,19 @@
 //!   are counted by the sleep manager (`SleepState`), which adds them in
 //!   (`Registry::metrics`); every other wakeup is counted here, by the
 //!   thread that woke the sleeper.
+//! * Busy time is read from the clock twice per busy period, where a worker
+//!   finds work after an idle search or a sleep and where its search for
+//!   more fails (`WorkerThread::wait_until`), never per poll. The period
+//!   under way is kept as its start (`busy_since`), so a snapshot counts a
+//!   worker that has been busy for an hour without waiting for it to idle.
+//! * Alive tasks are not a counter of their own: `spawned` minus `ended`,
+//!   each bumped by the thread where it happens (a task's future is dropped
+//!   where it last ran, or by a shutdown).
 
+use super::poll_times::PollTimes;
 use crate::task::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
 #[derive(Clone, Copy)]
@@ -78,6 +88,64 @@ pub struct Metrics {
     /// Blocking threads alive now (see [`spawn_blocking`](crate::spawn_blocking)).
     /// Unlike the others, this is a gauge, not a total.
     pub blocking_threads: usize,
+    /// Tasks spawned (`spawn`, `spawn_local`) and not yet completed,
+    /// cancelled or dropped, now: a gauge. `spawn_blocking` closures are
+    /// not counted here (see `blocking_threads` and `blocking_queue_depth`).
+    pub alive_tasks: usize,
+    /// Tasks waiting in the pool's shared queue (the injector: spawned or
+    /// woken by threads that are not its workers), now: a gauge.
+    pub injector_depth: usize,
+    /// `spawn_blocking` closures waiting for a blocking thread, now: a
+    /// gauge.
+    pub blocking_queue_depth: usize,
+    /// Time the workers spent running tasks and jobs, summed over the
+    /// workers: from the moment a worker finds work until its search for
+    /// more fails (searching between two tasks included; searching rounds
+    /// and sleeps when out of work not). At most the pool's age times its
+    /// workers; `busy` over that is the pool's utilization.
+    pub busy: Duration,
+    /// Polls that ended with the cooperative budget spent (the task was
+    /// made to yield: see [`consume_budget`](crate::consume_budget)).
+    pub forced_yields: u64,
+    /// Readiness events the I/O driver delivered to sockets and other
+    /// sources (its own wake-ups and timers not counted).
+    pub io_events: u64,
+}
+
+/// A snapshot of one worker's counters: see
+/// [`Pool::worker_metrics`](crate::Pool::worker_metrics).
+///
+/// All counts are totals since the pool was built, but
+/// `local_queue_depth`. In a quiescent pool the workers' `busy` and
+/// `polls` add up to the pool's [`Metrics`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Builder::new().worker_threads(2).build().unwrap();
+/// pool.block_on(pool.spawn(async {})).unwrap();
+/// let workers = pool.worker_metrics();
+/// assert_eq!(workers.len(), 2);
+/// assert_eq!(workers.iter().map(|w| w.polls).sum::<u64>(), pool.metrics().polls);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerMetrics {
+    /// Time this worker spent running tasks and jobs (see
+    /// [`Metrics::busy`]).
+    pub busy: Duration,
+    /// Task polls by this worker.
+    pub polls: u64,
+    /// Tasks this worker took from another worker's deque.
+    pub steals: u64,
+    /// Times this worker went to sleep.
+    pub sleeps: u64,
+    /// Times this worker woke from a sleep (woken by another thread, or by
+    /// its I/O driver's events and timers).
+    pub wakeups: u64,
+    /// Tasks queued on this worker now (its deque and its next-task slot;
+    /// others may steal them): a gauge.
+    pub local_queue_depth: usize,
 }
 
 /// The counters of one worker (or of all outside threads together).
@@ -92,6 +160,17 @@ pub(crate) struct WorkerStats {
     pub(crate) rescued: AtomicU64,
     pub(crate) jobs: AtomicU64,
     pub(crate) stalls: AtomicU64,
+    /// Tasks (not `spawn_blocking` closures) whose future was dropped: the
+    /// alive tasks are `spawned` minus these.
+    pub(crate) ended: AtomicU64,
+    pub(crate) forced_yields: AtomicU64,
+    /// Busy periods that ended, in nanoseconds (`BusyClock`).
+    busy_ns: AtomicU64,
+    /// When the busy period under way began, in nanoseconds since the
+    /// pool's epoch plus one; 0 while the worker is not busy.
+    busy_since: AtomicU64,
+    /// `Builder::poll_time_histogram`'s counts (untouched when it is off).
+    pub(crate) poll_times: PollTimes,
     /// Not a counter: the task this worker is polling (its id, 0 for
     /// none), for `task_id`, the dump and the stall detector. Here so that
     /// it shares the cache line that `polls` already dirties.
@@ -155,5 +234,86 @@ impl WorkerStats {
         m.rescued += get(&self.rescued);
         m.jobs += get(&self.jobs);
         m.stalls += get(&self.stalls);
+        m.forced_yields += get(&self.forced_yields);
+        // Summed here, and `alive_tasks` worked out once over every block
+        // (a task may be spawned by one thread and end on another).
+        m.alive_tasks = m.alive_tasks.wrapping_add(get(&self.spawned) as usize);
+        m.alive_tasks = m.alive_tasks.wrapping_sub(get(&self.ended) as usize);
+    }
+
+    /// Owner: a busy period begins now, unless one is under way (a
+    /// `block_on` on a worker runs tasks inside a poll).
+    #[inline]
+    pub(crate) fn busy_begin(&self, clock: &BusyClock) {
+        if self.busy_since.load(Ordering::Relaxed) == 0 {
+            self.busy_since.store(clock.now_ns() + 1, Ordering::Release);
+        }
+    }
+
+    /// Owner: the busy period under way, if any, ends now.
+    #[inline]
+    pub(crate) fn busy_end(&self, clock: &BusyClock) {
+        let since = self.busy_since.load(Ordering::Relaxed);
+        if since != 0 {
+            let spent = (clock.now_ns() + 1).saturating_sub(since);
+            self.bump_owned(|s| &s.busy_ns, spent);
+            // Release, after the total: a reader that sees the period over
+            // (`busy`) sees it in the total.
+            self.busy_since.store(0, Ordering::Release);
+        }
+    }
+
+    /// Is a busy period under way?
+    #[inline]
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy_since.load(Ordering::Relaxed) != 0
+    }
+
+    /// The busy time so far, the period under way included.
+    pub(crate) fn busy(&self, clock: &BusyClock) -> Duration {
+        // The period's start, then the total, then the start again: equal
+        // starts mean the total was read within one state (a period under
+        // way, or none), so the two are not summed twice or missed.
+        loop {
+            let since = self.busy_since.load(Ordering::Acquire);
+            let total = self.busy_ns.load(Ordering::Acquire);
+            if self.busy_since.load(Ordering::Acquire) != since {
+                continue;
+            }
+            let current = if since == 0 {
+                0
+            } else {
+                (clock.now_ns() + 1).saturating_sub(since)
+            };
+            return Duration::from_nanos(total + current);
+        }
+    }
+
+    /// Polls and steals (for `WorkerMetrics`).
+    pub(crate) fn polls_and_steals(&self) -> (u64, u64) {
+        (
+            self.polls.load(Ordering::Relaxed),
+            self.steals.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The clock of busy time: nanoseconds since the pool was built, read
+/// when a worker's busy period begins and ends (not per poll).
+#[derive(Debug)]
+pub(crate) struct BusyClock {
+    epoch: Instant,
+}
+
+impl BusyClock {
+    pub(crate) fn new() -> BusyClock {
+        BusyClock {
+            epoch: Instant::now(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
     }
 }

@@ -15,7 +15,8 @@
 //! | `block_on.rs` | `block_on` and the signal its waker sets |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking` |
 //! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
-//! | `metrics.rs` | `Metrics` and the per-worker counters it sums |
+//! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
+//! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
 //! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (busy turns, the host of its sleeps) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
@@ -38,6 +39,7 @@ mod io_driver;
 mod job_ref;
 pub(crate) mod lifo;
 mod metrics;
+mod poll_times;
 mod registry;
 mod shutdown;
 mod shutdown_state;
@@ -54,7 +56,8 @@ mod worker;
 pub(crate) use config::{invalid_input, Config};
 pub(crate) use io_driver::{Binding as DriverBinding, Bound as DriverBound, Driver, IoDriver};
 pub(crate) use job_ref::JobRef;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, WorkerMetrics};
+pub use poll_times::{Bucket, Histogram};
 pub(crate) use registry::Registry;
 pub(crate) use shutdown::shutdown;
 pub(crate) use start::start;

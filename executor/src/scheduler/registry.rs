@@ -28,10 +28,11 @@
 use super::blocking::BlockingPool;
 use super::config::{Config, Hook};
 use super::coop;
-use super::io_driver::Driver;
+use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
 use super::lifo::LifoSlot;
-use super::metrics::{Metrics, WorkerStats};
+use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
+use super::poll_times::{self, Histogram};
 use super::shutdown_state::ShutdownState;
 use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
@@ -86,6 +87,10 @@ pub(crate) struct Registry {
     clock: CoarseClock,
     /// The workers' timeline, when the pool is traced.
     timeline: Option<Arc<Timeline>>,
+    /// The clock of the workers' busy time (`Metrics::busy`).
+    busy_clock: BusyClock,
+    /// `Builder::poll_time_histogram`: workers time each poll.
+    time_polls: bool,
     /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
@@ -103,8 +108,14 @@ impl task::Schedule for Registry {
 
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
-    fn release(&self, slot: Slot, local: bool) {
+    fn release(&self, slot: Option<Slot>, local: bool, blocking: bool) {
         let worker = self.local_worker();
+        if !blocking {
+            self.count(worker, |s| &s.ended, 1);
+        }
+        let Some(slot) = slot else {
+            return;
+        };
         if local {
             // On its own worker: nowhere else may a local future be dropped.
             if let Some(w) = worker {
@@ -181,6 +192,8 @@ impl Registry {
             on_thread_stop: config.on_thread_stop,
             clock: CoarseClock::default(),
             timeline,
+            busy_clock: BusyClock::new(),
+            time_polls: config.poll_time_histogram,
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
         }
@@ -438,13 +451,64 @@ impl Registry {
         };
         for w in self.workers.iter() {
             w.stats.add_to(&mut m);
+            m.busy += w.stats.busy(&self.busy_clock);
         }
         self.outside_stats.add_to(&mut m);
+        // `add_to` summed spawned minus ended, wrapping: a task that ended
+        // on a block read before the block that counted its spawn leaves
+        // the sum below zero for a moment.
+        if m.alive_tasks > isize::MAX as usize {
+            m.alive_tasks = 0;
+        }
         let (sleeps, self_wakes) = self.sleep.sleep_counts();
         m.sleeps += sleeps;
         m.wakeups += self_wakes;
         m.deadlocks = self.sleep.deadlock().map_or(0, DeadlockDetector::events);
-        m.blocking_threads = self.blocking.threads();
+        (m.blocking_threads, m.blocking_queue_depth) = self.blocking.threads_and_queue();
+        m.injector_depth = self.injector.len();
+        m.io_events = self.io.io_events();
         m
+    }
+
+    /// Each worker's counters, in index order.
+    pub(crate) fn worker_metrics(&self) -> Vec<WorkerMetrics> {
+        self.workers
+            .iter()
+            .enumerate()
+            .map(|(index, w)| {
+                let (polls, steals) = w.stats.polls_and_steals();
+                let (sleeps, wakeups) = self.sleep.worker_sleeps(index);
+                WorkerMetrics {
+                    busy: w.stats.busy(&self.busy_clock),
+                    polls,
+                    steals,
+                    sleeps,
+                    wakeups,
+                    local_queue_depth: w.stealer.len() + usize::from(w.lifo.is_occupied()),
+                }
+            })
+            .collect()
+    }
+
+    /// The poll-time histogram, summed over the workers (all counts 0 unless
+    /// `Builder::poll_time_histogram(true)`).
+    pub(crate) fn poll_time_histogram(&self) -> Histogram {
+        let mut sums = [0; poll_times::BUCKETS];
+        for w in self.workers.iter() {
+            w.stats.poll_times.add_to(&mut sums);
+        }
+        poll_times::histogram(&sums)
+    }
+
+    /// Are poll times counted (`Builder::poll_time_histogram`)?
+    #[inline]
+    pub(super) fn times_polls(&self) -> bool {
+        self.time_polls
+    }
+
+    /// The clock of the workers' busy time.
+    #[inline]
+    pub(super) fn busy_clock(&self) -> &BusyClock {
+        &self.busy_clock
     }
 }

@@ -257,6 +257,11 @@ impl Sleep {
             .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
 
+    /// Worker `index`'s sleeps begun and sleeps over (`WorkerMetrics`).
+    pub(crate) fn worker_sleeps(&self, index: usize) -> (u64, u64) {
+        self.worker_sleep_states[index].sleeps_and_wakes()
+    }
+
     /// The counters as they are now, for the loom models' final checks.
     #[cfg(all(test, loom))]
     pub(crate) fn counters_for_test(&self) -> counters::Counters {
@@ -466,6 +471,7 @@ impl Sleep {
             if let Some(deadlock) = deadlock {
                 deadlock.worker_awake();
             }
+            sleep_state.count_woke();
         }
 
         idle_state.wake_fully();

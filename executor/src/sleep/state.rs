@@ -16,10 +16,10 @@
 //!   section: a waker that clears the flag later finds the waker and wakes
 //!   it; one that came before leaves the flag clear, and the owner's next
 //!   poll returns. The host's waker is the only way to end that wait.
-//! * `sleeps` and `self_wakes` are statistics written only by the owner
-//!   (a relaxed load and store, no read-modify-write): the sleeps it began,
-//!   and the sleeps in the driver it ended itself because the driver brought
-//!   work. They are `std` atomics, not the `sync` shim's: no decision is
+//! * `sleeps`, `woke` and `self_wakes` are statistics written only by the
+//!   owner (a relaxed load and store, no read-modify-write): the sleeps it
+//!   began, the sleeps that ended, and the sleeps in the driver it ended
+//!   itself because the driver brought work. They are `std` atomics, not the `sync` shim's: no decision is
 //!   taken on them, so the loom models need not explore them.
 
 use super::park::{Host, Park};
@@ -57,6 +57,8 @@ pub(crate) struct SleepState {
     condvar: Condvar,
     /// Sleeps the owner began (`Metrics::sleeps`).
     sleeps: AtomicU64,
+    /// Sleeps that ended (`WorkerMetrics::wakeups`).
+    woke: AtomicU64,
     /// Sleeps in the driver that the driver ended, no waker (counted in
     /// `Metrics::wakeups`, so that sleeps minus wakeups stays the sleepers).
     self_wakes: AtomicU64,
@@ -71,6 +73,7 @@ impl SleepState {
             }),
             condvar: Condvar::new(),
             sleeps: AtomicU64::new(0),
+            woke: AtomicU64::new(0),
             self_wakes: AtomicU64::new(0),
         }
     }
@@ -85,11 +88,24 @@ impl SleepState {
         bump(&self.sleeps);
     }
 
+    /// Owner: the sleep counted by `count_sleep` is over.
+    pub(super) fn count_woke(&self) {
+        bump(&self.woke);
+    }
+
     /// Sleeps begun, and sleeps the driver ended by itself.
     pub(super) fn counts(&self) -> (u64, u64) {
         (
             self.sleeps.load(Ordering::Relaxed),
             self.self_wakes.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Sleeps begun, and sleeps over.
+    pub(super) fn sleeps_and_wakes(&self) -> (u64, u64) {
+        (
+            self.sleeps.load(Ordering::Relaxed),
+            self.woke.load(Ordering::Relaxed),
         )
     }
 

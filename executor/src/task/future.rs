@@ -166,8 +166,9 @@ struct Registration<'a> {
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.header.slot() {
-            self.header.owner().release(slot, self.header.is_local());
-        }
+        let header = self.header;
+        header
+            .owner()
+            .release(header.slot(), header.is_local(), header.is_blocking());
     }
 }

@@ -243,7 +243,12 @@ impl TaskHeader {
     /// True for a live task of the workers: not finished, not a blocking
     /// closure (the dump lists these).
     pub(crate) fn is_live_task(&self) -> bool {
-        self.site_word() & BLOCKING == 0 && self.activity.load(Ordering::Relaxed) & DONE == 0
+        !self.is_blocking() && self.activity.load(Ordering::Relaxed) & DONE == 0
+    }
+
+    /// A `spawn_blocking` closure's task.
+    pub(super) fn is_blocking(&self) -> bool {
+        self.site_word() & BLOCKING != 0
     }
 
     /// A `spawn_local` task.

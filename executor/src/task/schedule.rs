@@ -18,11 +18,12 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// The pool's registry of live tasks.
     fn live_tasks(&self) -> &OwnedTasks;
 
-    /// The task registered in `slot` dropped its future: take it out of the
-    /// live tasks (now, or in a batch: `OwnedTasks` says which is allowed).
-    /// `local` for a `spawn_local` task (dropped on its own worker, which
-    /// counts its live ones).
-    fn release(&self, slot: Slot, local: bool);
+    /// A task dropped its future: take it out of the live tasks if it is
+    /// registered in `slot` (now, or in a batch: `OwnedTasks` says which is
+    /// allowed), and count it ended unless it is a `spawn_blocking`
+    /// closure's. `local` for a `spawn_local` task (dropped on its own
+    /// worker, which counts its live ones).
+    fn release(&self, slot: Option<Slot>, local: bool, blocking: bool);
 
     /// May an operation complete now, by the cooperative budget of the
     /// thread polling? Else the task is woken and this is `Pending`

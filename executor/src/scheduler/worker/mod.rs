@@ -43,7 +43,7 @@ pub(crate) use search::steal_one;
 
 use super::coop;
 use super::job_ref::JobRef;
-use super::metrics::WorkerStats;
+use super::metrics::{BusyClock, WorkerStats};
 use super::registry::{Registry, WorkerInfo};
 use super::timeline::Kind;
 use crate::context;
@@ -58,6 +58,7 @@ use search::XorShift64Star;
 use std::cell::Cell;
 use std::sync::Arc;
 use std::task::Waker;
+use std::time::Instant;
 
 /// Extra search rounds (each followed by a `thread::yield_now`) of a worker
 /// that ran or pushed fork-join jobs, before the sleep protocol's own two:
@@ -103,6 +104,8 @@ pub(crate) struct WorkerThread {
     /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
     #[cfg(feature = "tokio-compat")]
     host: Option<super::tokio_compat::WorkerHost>,
+    /// `Builder::poll_time_histogram`: time each poll.
+    time_polls: bool,
 }
 
 impl WorkerThread {
@@ -281,14 +284,24 @@ impl WorkerThread {
 
     fn execute(&self, runnable: Runnable) {
         let id = runnable.metadata().id();
-        let outer = self.stats().begin_poll(id);
+        let stats = self.stats();
+        let outer = stats.begin_poll(id);
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
+        let timed = self.time_polls.then(Instant::now);
         // Panics of the task's future are caught inside `TaskFuture`. Each
         // poll has its own cooperative budget (`coop.rs`).
-        coop::budgeted(|| runnable.run());
+        let forced_yield = coop::budgeted_ran_out(|| {
+            runnable.run();
+        });
+        if let Some(timed) = timed {
+            stats.poll_times.record(timed.elapsed().as_nanos() as u64);
+        }
+        if forced_yield {
+            stats.bump_owned(|s| &s.forced_yields, 1);
+        }
         self.trace(Kind::Poll, start, id.as_u64());
-        self.stats().end_poll(outer);
+        stats.end_poll(outer);
         if !was_marked && self.marked_blocked.get() {
             // The poll marked the worker blocked and returned (panicked, or
             // awaited) without unmarking: it is not blocked any more.
@@ -343,8 +356,19 @@ impl WorkerThread {
     /// when there is nothing to run. New work and `latch` both wake it.
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
         let sleep = self.registry.sleep();
+        let stats = self.stats();
+        let clock = self.registry.busy_clock();
+        // Inside a poll (a `block_on` on this worker), the poll's busy
+        // period goes on after the wait; else the worker is idle after it.
+        let _busy_after = BusyAfter {
+            stats,
+            clock,
+            busy: stats.is_busy(),
+        };
         'active: loop {
-            // Active: run what we find.
+            // Active: run what we find. Busy from here until a search fails
+            // (`Metrics::busy`).
+            stats.busy_begin(clock);
             while !latch.probe() {
                 match self.find_work() {
                     Some(work) => {
@@ -354,6 +378,7 @@ impl WorkerThread {
                     None => break,
                 }
             }
+            stats.busy_end(clock);
             if latch.probe() {
                 return;
             }
@@ -380,6 +405,7 @@ impl WorkerThread {
                     let woken = sleep.work_found(|| self.sees_queued_jobs());
                     self.stolen.set(0);
                     self.count_wakeups(woken);
+                    stats.busy_begin(clock);
                     self.run(work);
                     continue 'active;
                 }
@@ -435,6 +461,24 @@ impl Drop for ExitGuard {
     }
 }
 
+/// Puts a worker's busy time back as `wait_until` found it when the wait
+/// ends (by its return or a panic).
+struct BusyAfter<'a> {
+    stats: &'a WorkerStats,
+    clock: &'a BusyClock,
+    busy: bool,
+}
+
+impl Drop for BusyAfter<'_> {
+    fn drop(&mut self) {
+        if self.busy {
+            self.stats.busy_begin(self.clock);
+        } else {
+            self.stats.busy_end(self.clock);
+        }
+    }
+}
+
 /// The body of worker thread `index`.
 pub(crate) fn main_loop(
     registry: Arc<Registry>,
@@ -460,6 +504,7 @@ pub(crate) fn main_loop(
         lane: WorkerLane::new(registry.timeline_shared(), index),
         #[cfg(feature = "tokio-compat")]
         host: registry.worker_host(index),
+        time_polls: registry.times_polls(),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
