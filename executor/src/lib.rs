@@ -106,6 +106,8 @@ mod join_set;
 pub mod net;
 mod pool;
 pub mod process;
+#[cfg(feature = "prometheus")]
+mod prometheus;
 pub mod signal;
 mod task_local;
 pub mod time;

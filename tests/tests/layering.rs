@@ -37,6 +37,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("net", 5),
     ("pool", 5),
     ("process", 5),
+    ("prometheus", 5),
     ("signal", 5),
     ("task_local", 5),
     ("time", 5),

@@ -110,26 +110,33 @@ pub(crate) fn bucket_of(ns: u64) -> usize {
     k.min(BUCKETS - 1)
 }
 
-/// One worker's poll-time counts.
+/// One worker's poll-time counts, and the time of its polls in all (the
+/// `_sum` of a Prometheus histogram).
 #[derive(Debug, Default)]
 pub(crate) struct PollTimes {
     counts: [AtomicU64; BUCKETS],
+    total_ns: AtomicU64,
 }
 
 impl PollTimes {
     /// Owner only: count a poll that took `ns` nanoseconds.
     #[inline]
     pub(crate) fn record(&self, ns: u64) {
-        let c = &self.counts[bucket_of(ns)];
-        // Relaxed: a statistic with one writer (module invariants).
-        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // Relaxed loads and stores: statistics with one writer (module
+        // invariants).
+        let bump =
+            |c: &AtomicU64, n: u64| c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        bump(&self.counts[bucket_of(ns)], 1);
+        bump(&self.total_ns, ns);
     }
 
-    /// Add these counts into `sums` (one per bucket).
-    pub(crate) fn add_to(&self, sums: &mut [u64; BUCKETS]) {
+    /// Add these counts into `sums` (one per bucket), and return the time
+    /// of these polls in all, in nanoseconds.
+    pub(crate) fn add_to(&self, sums: &mut [u64; BUCKETS]) -> u64 {
         for (sum, c) in sums.iter_mut().zip(&self.counts) {
             *sum += c.load(Ordering::Relaxed);
         }
+        self.total_ns.load(Ordering::Relaxed)
     }
 }
 

@@ -44,6 +44,7 @@ use crossbeam_utils::CachePadded;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// Per-worker state that other threads reach.
 pub(crate) struct WorkerInfo {
@@ -493,16 +494,22 @@ impl Registry {
     /// The poll-time histogram, summed over the workers (all counts 0 unless
     /// `Builder::poll_time_histogram(true)`).
     pub(crate) fn poll_time_histogram(&self) -> Histogram {
+        self.poll_times().0
+    }
+
+    /// The poll-time histogram and the time of its polls in all.
+    pub(crate) fn poll_times(&self) -> (Histogram, Duration) {
         let mut sums = [0; poll_times::BUCKETS];
+        let mut total_ns = 0;
         for w in self.workers.iter() {
-            w.stats.poll_times.add_to(&mut sums);
+            total_ns += w.stats.poll_times.add_to(&mut sums);
         }
-        poll_times::histogram(&sums)
+        (poll_times::histogram(&sums), Duration::from_nanos(total_ns))
     }
 
     /// Are poll times counted (`Builder::poll_time_histogram`)?
     #[inline]
-    pub(super) fn times_polls(&self) -> bool {
+    pub(crate) fn times_polls(&self) -> bool {
         self.time_polls
     }
 
