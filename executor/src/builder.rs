@@ -331,8 +331,11 @@ impl Builder {
     /// [`Pool::poll_time_histogram`](crate::Pool::poll_time_histogram)
     /// (off by default: then every count stays 0).
     ///
-    /// On, a worker reads the clock before and after each poll, about 40 ns
-    /// a poll; off, it costs one test of a flag a worker keeps.
+    /// On, a worker reads the CPU's tick counter before and after each poll
+    /// (on x86_64; `Instant` elsewhere), about 26 ns a poll on the machine
+    /// of `docs/BENCHMARKS.md`, and `build` measures the counter's rate
+    /// once (a 200 us spin); off, it costs one test of a flag a worker
+    /// keeps.
     ///
     /// # Examples
     ///

@@ -32,7 +32,7 @@ use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
 use super::lifo::LifoSlot;
 use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
-use super::poll_times::{self, Histogram};
+use super::poll_times::{self, Histogram, PollClock};
 use super::shutdown_state::ShutdownState;
 use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
@@ -90,8 +90,8 @@ pub(crate) struct Registry {
     timeline: Option<Arc<Timeline>>,
     /// The clock of the workers' busy time (`Metrics::busy`).
     busy_clock: BusyClock,
-    /// `Builder::poll_time_histogram`: workers time each poll.
-    time_polls: bool,
+    /// `Builder::poll_time_histogram`: workers time each poll, with this.
+    time_polls: Option<PollClock>,
     /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
@@ -194,7 +194,7 @@ impl Registry {
             clock: CoarseClock::default(),
             timeline,
             busy_clock: BusyClock::new(),
-            time_polls: config.poll_time_histogram,
+            time_polls: config.poll_time_histogram.then(PollClock::calibrate),
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
         }
@@ -510,6 +510,11 @@ impl Registry {
     /// Are poll times counted (`Builder::poll_time_histogram`)?
     #[inline]
     pub(crate) fn times_polls(&self) -> bool {
+        self.time_polls.is_some()
+    }
+
+    /// The clock that times polls, if they are timed.
+    pub(super) fn poll_clock(&self) -> Option<PollClock> {
         self.time_polls
     }
 

@@ -44,6 +44,7 @@ pub(crate) use search::steal_one;
 use super::coop;
 use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
+use super::poll_times::PollClock;
 use super::registry::{Registry, WorkerInfo};
 use super::timeline::Kind;
 use crate::context;
@@ -58,7 +59,6 @@ use search::XorShift64Star;
 use std::cell::Cell;
 use std::sync::Arc;
 use std::task::Waker;
-use std::time::Instant;
 
 /// Extra search rounds (each followed by a `thread::yield_now`) of a worker
 /// that ran or pushed fork-join jobs, before the sleep protocol's own two:
@@ -104,8 +104,8 @@ pub(crate) struct WorkerThread {
     /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
     #[cfg(feature = "tokio-compat")]
     host: Option<super::tokio_compat::WorkerHost>,
-    /// `Builder::poll_time_histogram`: time each poll.
-    time_polls: bool,
+    /// `Builder::poll_time_histogram`: time each poll with this clock.
+    time_polls: Option<PollClock>,
 }
 
 impl WorkerThread {
@@ -288,14 +288,14 @@ impl WorkerThread {
         let outer = stats.begin_poll(id);
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
-        let timed = self.time_polls.then(Instant::now);
+        let timed = self.time_polls.map(|clock| (clock, clock.now()));
         // Panics of the task's future are caught inside `TaskFuture`. Each
         // poll has its own cooperative budget (`coop.rs`).
         let forced_yield = coop::budgeted_ran_out(|| {
             runnable.run();
         });
-        if let Some(timed) = timed {
-            stats.poll_times.record(timed.elapsed().as_nanos() as u64);
+        if let Some((clock, start)) = timed {
+            stats.poll_times.record(clock.ns_since(start));
         }
         if forced_yield {
             stats.bump_owned(|s| &s.forced_yields, 1);
@@ -504,7 +504,7 @@ pub(crate) fn main_loop(
         lane: WorkerLane::new(registry.timeline_shared(), index),
         #[cfg(feature = "tokio-compat")]
         host: registry.worker_host(index),
-        time_polls: registry.times_polls(),
+        time_polls: registry.poll_clock(),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
