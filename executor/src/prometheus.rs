@@ -185,7 +185,7 @@ impl Collector for PoolCollector {
                 .map(|w| ConstGauge::new(as_i64(w.local_queue_depth))),
         )?;
 
-        if self.handle.registry.times_polls() {
+        if self.handle.registry.poll_clock().is_some() {
             let (histogram, total) = self.handle.registry.poll_times();
             poll_times(e, &histogram, total)?;
         }

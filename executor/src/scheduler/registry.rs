@@ -507,14 +507,9 @@ impl Registry {
         (poll_times::histogram(&sums), Duration::from_nanos(total_ns))
     }
 
-    /// Are poll times counted (`Builder::poll_time_histogram`)?
-    #[inline]
-    pub(crate) fn times_polls(&self) -> bool {
-        self.time_polls.is_some()
-    }
-
-    /// The clock that times polls, if they are timed.
-    pub(super) fn poll_clock(&self) -> Option<PollClock> {
+    /// The clock that times polls, if they are timed
+    /// (`Builder::poll_time_histogram`).
+    pub(crate) fn poll_clock(&self) -> Option<PollClock> {
         self.time_polls
     }
 
