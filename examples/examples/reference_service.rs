@@ -18,6 +18,8 @@
 //! directory under the system's temporary one, removed at exit), prints
 //! `listening on ADDR`, and on Ctrl-C shuts down gracefully and prints
 //! `shut down`. `/proxy` GETs `--upstream` (default: its own `/json`).
+//! On a pool it also answers `/metrics`: the pool's figures in Prometheus'
+//! text (`Handle::prometheus_collector`).
 
 use examples::reference::{router, Files};
 use std::path::PathBuf;
@@ -82,10 +84,37 @@ fn upstream(args: &Args, addr: std::net::SocketAddr) -> String {
         .unwrap_or_else(|| format!("http://{addr}/json"))
 }
 
+/// On a pool, the service also answers `/metrics` (Prometheus' text,
+/// `Handle::prometheus_collector`): the pool's own figures beside the app.
+fn with_pool_metrics(app: axum::Router) -> axum::Router {
+    let Some(handle) = pool::Handle::try_current() else {
+        return app;
+    };
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(handle.prometheus_collector()));
+    let registry = std::sync::Arc::new(registry);
+    app.route(
+        "/metrics",
+        axum::routing::get(move || async move {
+            let mut body = String::new();
+            match prometheus_client::encoding::text::encode(&mut body, &registry) {
+                Ok(()) => Ok((
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    body,
+                )),
+                Err(_) => Err(axum::http::StatusCode::INTERNAL_SERVER_ERROR),
+            }
+        }),
+    )
+}
+
 async fn on_pool(args: &Args, files: &Files) -> Result<(), Error> {
     let listener = pool::net::TcpListener::bind(args.addr.as_str()).await?;
     let addr = listener.local_addr()?;
-    let app = router(files, upstream(args, addr)).await?;
+    let app = with_pool_metrics(router(files, upstream(args, addr)).await?);
     println!("listening on {addr}");
     pool::hyper::serve(listener, app)
         .with_graceful_shutdown(async {
@@ -100,7 +129,7 @@ async fn on_pool(args: &Args, files: &Files) -> Result<(), Error> {
 async fn axum_serve(args: &Args, files: &Files) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(args.addr.as_str()).await?;
     let addr = listener.local_addr()?;
-    let app = router(files, upstream(args, addr)).await?;
+    let app = with_pool_metrics(router(files, upstream(args, addr)).await?);
     println!("listening on {addr}");
     axum::serve(listener, app)
         .with_graceful_shutdown(async {

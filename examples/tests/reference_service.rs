@@ -81,6 +81,35 @@ fn every_route(runtime: &str) {
         assert_eq!(ws.recv().unwrap().0, CLOSE);
     }
 
+    // On a pool, the pool's own figures: every request above ran on it.
+    let metrics = get(addr, "/metrics", &[]).unwrap();
+    if runtime == "tokio" {
+        assert_eq!(metrics.status, 404);
+    } else {
+        assert_eq!(metrics.status, 200, "{metrics:?}");
+        let text = metrics.text();
+        assert!(text.contains("pool_workers 2\n"), "{text}");
+        let value = |series: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {series} in {text}"))
+        };
+        // Under pool::hyper::serve every connection is a pool task; under
+        // axum::serve they are tokio's tasks, on the workers' runtimes.
+        let spawned = value("pool_tasks_spawned_total");
+        if runtime == "pool" {
+            assert!(
+                spawned >= 10.0,
+                "{spawned} tasks spawned for all those requests"
+            );
+        }
+        // Either way the workers did the work, and it shows as busy time.
+        let busy = value("pool_worker_busy_seconds_total{worker=\"0\"}")
+            + value("pool_worker_busy_seconds_total{worker=\"1\"}");
+        assert!(busy > 0.01, "{runtime}: the workers' busy time {busy} s");
+    }
+
     let (status, rest) = server.interrupt(30);
     assert!(status.success(), "{runtime}: {status}: {rest}");
     assert_eq!(rest.trim(), "shut down");

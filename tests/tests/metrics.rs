@@ -354,3 +354,35 @@ fn each_worker_counts_its_own_sleeps_and_wakeups() {
         }
     });
 }
+
+#[test]
+fn tokio_tasks_a_worker_runs_while_idle_in_the_pools_sense_are_its_busy_time() {
+    watchdog("busy time of tokio's tasks", 60, || {
+        let pool = tests::pool(1);
+        wait_until_workers_asleep(&pool);
+        let before = pool.metrics().busy;
+        let (done_tx, done) = mpsc::channel();
+        // The pool task ends at once; the tokio task it spawned runs on the
+        // worker's runtime afterwards, while the worker searches idle or
+        // sleeps in that runtime: not a busy period of the pool's own.
+        pool.block_on(pool.spawn(async move {
+            tokio::spawn(async move {
+                spin(Duration::from_millis(100));
+                done_tx.send(()).unwrap();
+            });
+        }))
+        .unwrap();
+        done.recv_timeout(WAIT).expect("the tokio task ran");
+        // Counted while the worker still sleeps in its runtime.
+        wait_for("tokio's 100 ms counted as busy", WAIT, || {
+            pool.metrics().busy - before >= Duration::from_millis(90)
+        });
+        let workers = pool.worker_metrics();
+        assert!(
+            workers[0].busy - before >= Duration::from_millis(90),
+            "{workers:?}"
+        );
+        // tokio's tasks are the runtime's own, not the pool's.
+        assert_eq!(pool.metrics().spawned, 1);
+    });
+}

@@ -103,7 +103,11 @@ pub struct Metrics {
     /// workers: from the moment a worker finds work until its search for
     /// more fails (searching between two tasks included; searching rounds
     /// and sleeps when out of work not). At most the pool's age times its
-    /// workers; `busy` over that is the pool's utilization.
+    /// workers; `busy` over that is the pool's utilization. With
+    /// `tokio-compat`, the time a worker's tokio runtime spends running
+    /// tokio's tasks while the worker is otherwise idle (asleep in it)
+    /// counts too; those tasks are the runtime's, not the pool's, and are
+    /// not in `spawned`, `polls` or `alive_tasks`.
     pub busy: Duration,
     /// Polls that ended with the cooperative budget spent (the task was
     /// made to yield: see [`consume_budget`](crate::consume_budget)).
@@ -179,6 +183,10 @@ pub(crate) struct WorkerStats {
     /// When the busy period under way began, in `BusyClock` nanoseconds
     /// plus one; 0 while the worker is not busy.
     busy_since: AtomicU64,
+    /// While the worker sleeps in its tokio runtime (`tokio-compat`): its
+    /// runtime's busy time, in nanoseconds, when the sleep began, plus one;
+    /// else 0. Tokio's work in that sleep is the worker's busy time too.
+    hosted_since: AtomicU64,
     /// `Builder::poll_time_histogram`'s counts (untouched when it is off).
     pub(crate) poll_times: PollTimes,
 }
@@ -269,21 +277,56 @@ impl WorkerStats {
         }
     }
 
+    /// Owner: add `spent` to the busy time (tokio's work run on this
+    /// worker while it was not in a busy period of its own: `tokio_compat.rs`).
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) fn add_busy(&self, spent: Duration) {
+        if !spent.is_zero() {
+            self.bump_owned(|s| &s.busy_ns, spent.as_nanos() as u64);
+        }
+    }
+
+    /// Owner: a sleep in the worker's tokio runtime begins, whose runtime
+    /// has been busy `tokio_busy` so far.
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) fn host_sleep_begins(&self, tokio_busy: Duration) {
+        self.hosted_since
+            .store(tokio_busy.as_nanos() as u64 + 1, Ordering::Release);
+    }
+
+    /// Owner: that sleep ended, its runtime now busy `tokio_busy` in all:
+    /// the difference is the worker's.
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) fn host_sleep_ends(&self, tokio_busy: Duration) {
+        let since = self.hosted_since.load(Ordering::Relaxed);
+        if since != 0 {
+            let spent = (tokio_busy.as_nanos() as u64 + 1).saturating_sub(since);
+            self.bump_owned(|s| &s.busy_ns, spent);
+            // Release, after the total: as in `busy_end`.
+            self.hosted_since.store(0, Ordering::Release);
+        }
+    }
+
     /// Is a busy period under way?
     #[inline]
     pub(crate) fn is_busy(&self) -> bool {
         self.busy_since.load(Ordering::Relaxed) != 0
     }
 
-    /// The busy time so far, the period under way included.
-    pub(crate) fn busy(&self, clock: &BusyClock) -> Duration {
-        // The period's start, then the total, then the start again: equal
-        // starts mean the total was read within one state (a period under
-        // way, or none), so the two are not summed twice or missed.
+    /// The busy time so far, the period under way included, and the part
+    /// of a sleep in the worker's tokio runtime under way (`tokio_busy`: the
+    /// runtime's busy time now; never called without `tokio-compat`).
+    pub(crate) fn busy(&self, clock: &BusyClock, tokio_busy: impl Fn() -> Duration) -> Duration {
+        // The starts, then the total, then the starts again: equal starts
+        // mean the total was read within one state (a period or a sleep
+        // under way, or none), so the two are not summed twice or missed.
         loop {
             let since = self.busy_since.load(Ordering::Acquire);
+            let hosted = self.hosted_since.load(Ordering::Acquire);
             let total = self.busy_ns.load(Ordering::Acquire);
-            if self.busy_since.load(Ordering::Acquire) != since {
+            if self.busy_since.load(Ordering::Acquire) != since
+                || self.hosted_since.load(Ordering::Acquire) != hosted
+            {
                 continue;
             }
             let current = if since == 0 {
@@ -291,7 +334,12 @@ impl WorkerStats {
             } else {
                 (clock.now() + 1).saturating_sub(since)
             };
-            return Duration::from_nanos(total + current);
+            let hosting = if hosted == 0 {
+                0
+            } else {
+                (tokio_busy().as_nanos() as u64 + 1).saturating_sub(hosted)
+            };
+            return Duration::from_nanos(total + current + hosting);
         }
     }
 

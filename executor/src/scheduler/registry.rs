@@ -215,7 +215,7 @@ impl Registry {
         index: usize,
     ) -> Option<super::tokio_compat::WorkerHost> {
         let runtime = self.tokio.get()?.take_runtime(index)?;
-        Some(super::tokio_compat::WorkerHost::new(runtime, self))
+        Some(super::tokio_compat::WorkerHost::new(runtime, self, index))
     }
 
     /// Enter one of the pool's tokio runtimes on this thread until the
@@ -450,9 +450,9 @@ impl Registry {
             workers: self.num_workers(),
             ..Metrics::default()
         };
-        for w in self.workers.iter() {
+        for (index, w) in self.workers.iter().enumerate() {
             w.stats.add_to(&mut m);
-            m.busy += w.stats.busy(&self.busy_clock);
+            m.busy += self.worker_busy(index);
         }
         self.outside_stats.add_to(&mut m);
         // `add_to` summed spawned minus ended, wrapping: a task that ended
@@ -471,6 +471,19 @@ impl Registry {
         m
     }
 
+    /// Worker `index`'s busy time (`Metrics::busy`), with the tokio work of
+    /// a sleep in its runtime under way (`tokio-compat`).
+    fn worker_busy(&self, index: usize) -> Duration {
+        let tokio_busy = || {
+            #[cfg(feature = "tokio-compat")]
+            if let Some(tokio) = self.tokio.get() {
+                return tokio.busy(index);
+            }
+            Duration::ZERO
+        };
+        self.workers[index].stats.busy(&self.busy_clock, tokio_busy)
+    }
+
     /// Each worker's counters, in index order.
     pub(crate) fn worker_metrics(&self) -> Vec<WorkerMetrics> {
         self.workers
@@ -480,7 +493,7 @@ impl Registry {
                 let (polls, steals) = w.stats.polls_and_steals();
                 let (sleeps, wakeups) = self.sleep.worker_sleeps(index);
                 WorkerMetrics {
-                    busy: w.stats.busy(&self.busy_clock),
+                    busy: self.worker_busy(index),
                     polls,
                     steals,
                     sleeps,

@@ -141,6 +141,12 @@ impl TokioCompat {
         self.runtimes.get(index).and_then(|r| r.lock().take())
     }
 
+    /// The time runtime `index`'s scheduler spent running its tasks so far
+    /// (`WorkerHost::tokio_busy`, read by a metrics snapshot).
+    pub(super) fn busy(&self, index: usize) -> Duration {
+        self.handles[index].metrics().worker_total_busy_duration(0)
+    }
+
     /// Enter the next worker's runtime context on this (outside) thread
     /// until the guard drops.
     pub(super) fn enter_next(&self) -> tokio::runtime::EnterGuard<'_> {
@@ -179,6 +185,8 @@ pub(crate) struct WorkerHost {
     /// pool task, or from another thread), read every 8th search.
     metrics: tokio::runtime::RuntimeMetrics,
     registry: Arc<Registry>,
+    /// The worker whose runtime this is.
+    index: usize,
     /// Inside the runtime's `block_on` (a turn or a sleep): a nested one
     /// (a tokio task that blocks on a pool future) must not enter again.
     inside: Cell<bool>,
@@ -216,11 +224,12 @@ impl Drop for Outside<'_> {
 }
 
 impl WorkerHost {
-    pub(super) fn new(runtime: Runtime, registry: &Arc<Registry>) -> WorkerHost {
+    pub(super) fn new(runtime: Runtime, registry: &Arc<Registry>, index: usize) -> WorkerHost {
         WorkerHost {
             metrics: runtime.metrics(),
             runtime: Some(runtime),
             registry: Arc::clone(registry),
+            index,
             inside: Cell::new(false),
             last_turn: Cell::new(coarse_now_ns()),
             timer: RefCell::new(None),
@@ -232,6 +241,15 @@ impl WorkerHost {
         self.runtime
             .as_ref()
             .expect("a worker's runtime lives as long as its host")
+    }
+
+    /// The time tokio's scheduler of this runtime spent running its tasks
+    /// so far (its one worker is the thread in its `block_on`: this
+    /// worker's). Tokio's work this worker does while it is not busy in the
+    /// pool's sense (asleep in the runtime, or turning it in an idle search)
+    /// is added to its busy time from this (`Metrics::busy`).
+    pub(super) fn tokio_busy(&self) -> Duration {
+        self.metrics.worker_total_busy_duration(0)
     }
 
     /// Enter the runtime's context on this thread until the guard drops.
@@ -383,6 +401,10 @@ impl Host for WorkerHost {
         until: &mut dyn FnMut(&mut Context<'_>, bool) -> Poll<()>,
     ) {
         let holds_driver = driver.is_some();
+        // Tokio's tasks that run in this sleep are this worker's busy time.
+        let stats = self.registry.worker_stats(self.index);
+        stats.host_sleep_begins(self.tokio_busy());
+        let _count_busy = CountBusy(self);
         context::as_outsider(&self.registry, || {
             self.block_on_inside(async {
                 let mut epoll = self.epoll.take();
@@ -412,6 +434,21 @@ impl Host for WorkerHost {
                 *self.epoll.borrow_mut() = epoll;
             })
         });
+    }
+}
+
+/// Adds the time tokio's tasks took during a sleep in the runtime to the
+/// worker's busy time, when the sleep ends (also by a panic); a snapshot
+/// taken meanwhile counts it so far (`WorkerStats::busy`).
+struct CountBusy<'a>(&'a WorkerHost);
+
+impl Drop for CountBusy<'_> {
+    fn drop(&mut self) {
+        let host = self.0;
+        // On the worker's own thread: it is the one asleep in its runtime.
+        host.registry
+            .worker_stats(host.index)
+            .host_sleep_ends(host.tokio_busy());
     }
 }
 
