@@ -249,10 +249,13 @@ impl WorkerStats {
         m.jobs += get(&self.jobs);
         m.stalls += get(&self.stalls);
         m.forced_yields += get(&self.forced_yields);
-        // Summed here, and `alive_tasks` worked out once over every block
-        // (a task may be spawned by one thread and end on another).
-        m.alive_tasks = m.alive_tasks.wrapping_add(get(&self.spawned) as usize);
-        m.alive_tasks = m.alive_tasks.wrapping_sub(get(&self.ended) as usize);
+    }
+
+    /// Tasks ended (`Metrics::alive_tasks` is the spawned minus the ended,
+    /// summed over every block: a task may be spawned by one thread and
+    /// end on another).
+    pub(crate) fn ended(&self) -> u64 {
+        self.ended.load(Ordering::Relaxed)
     }
 
     /// Owner: a busy period begins now, unless one is under way (a

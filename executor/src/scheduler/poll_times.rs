@@ -23,6 +23,7 @@
 //!   where it is invariant and synchronized across CPUs; a reading that
 //!   goes back across a migration counts as 0.
 
+use super::timeline::ticks;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -138,11 +139,11 @@ impl PollClock {
             };
         }
         let start = Instant::now();
-        let ticks = Self::ticks();
+        let started = ticks();
         loop {
             let elapsed = start.elapsed();
             if elapsed >= CALIBRATION {
-                let spent = Self::ticks().wrapping_sub(ticks).max(1);
+                let spent = ticks().wrapping_sub(started).max(1);
                 let q = (elapsed.as_nanos() << 32) / u128::from(spent);
                 return PollClock {
                     ns_per_tick: u64::try_from(q).unwrap_or(u64::MAX).max(1),
@@ -155,28 +156,14 @@ impl PollClock {
     /// A reading, for `ns_since`.
     #[inline]
     pub(crate) fn now(&self) -> u64 {
-        Self::ticks()
+        ticks()
     }
 
     /// Nanoseconds since the reading `start`.
     #[inline]
     pub(crate) fn ns_since(&self, start: u64) -> u64 {
-        let ticks = Self::ticks().saturating_sub(start);
-        ((u128::from(ticks) * u128::from(self.ns_per_tick)) >> 32) as u64
-    }
-
-    #[inline]
-    fn ticks() -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            // SAFETY: `rdtsc` has no preconditions; every x86_64 CPU has it.
-            unsafe { core::arch::x86_64::_rdtsc() }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-            EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
-        }
+        let elapsed = ticks().saturating_sub(start);
+        ((u128::from(elapsed) * u128::from(self.ns_per_tick)) >> 32) as u64
     }
 }
 

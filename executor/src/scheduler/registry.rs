@@ -450,17 +450,16 @@ impl Registry {
             workers: self.num_workers(),
             ..Metrics::default()
         };
+        let mut ended = self.outside_stats.ended();
         for (index, w) in self.workers.iter().enumerate() {
             w.stats.add_to(&mut m);
+            ended += w.stats.ended();
             m.busy += self.worker_busy(index);
         }
         self.outside_stats.add_to(&mut m);
-        // `add_to` summed spawned minus ended, wrapping: a task that ended
-        // on a block read before the block that counted its spawn leaves
-        // the sum below zero for a moment.
-        if m.alive_tasks > isize::MAX as usize {
-            m.alive_tasks = 0;
-        }
+        // Saturating: a task that ended on a block read before the block
+        // that counted its spawn may be counted ended and not yet spawned.
+        m.alive_tasks = m.spawned.saturating_sub(ended) as usize;
         let (sleeps, self_wakes) = self.sleep.sleep_counts();
         m.sleeps += sleeps;
         m.wakeups += self_wakes;

@@ -156,9 +156,10 @@ impl Clock {
     }
 }
 
-/// A reading of the timeline's clock.
+/// A reading of the CPU's tick counter: the timeline's clock, and the
+/// poll-time histogram's (`poll_times.rs`).
 #[inline]
-fn ticks() -> u64 {
+pub(super) fn ticks() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: `rdtsc` has no preconditions; every x86_64 CPU has it.

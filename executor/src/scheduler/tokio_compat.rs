@@ -248,7 +248,7 @@ impl WorkerHost {
     /// worker's). Tokio's work this worker does while it is not busy in the
     /// pool's sense (asleep in the runtime, or turning it in an idle search)
     /// is added to its busy time from this (`Metrics::busy`).
-    pub(super) fn tokio_busy(&self) -> Duration {
+    fn tokio_busy(&self) -> Duration {
         self.metrics.worker_total_busy_duration(0)
     }
 
@@ -305,6 +305,11 @@ impl WorkerHost {
             return;
         }
         self.last_turn.set(now);
+        // A turn of an idle search (no busy period of the pool's under
+        // way): the time tokio's tasks take in it is this worker's busy
+        // time all the same.
+        let stats = self.registry.worker_stats(self.index);
+        let idle_since = (!stats.is_busy()).then(|| self.tokio_busy());
         let mut polled = false;
         self.block_on_inside(poll_fn(|cx| {
             if std::mem::replace(&mut polled, true) {
@@ -314,6 +319,9 @@ impl WorkerHost {
                 Poll::Pending
             }
         }));
+        if let Some(before) = idle_since {
+            stats.add_busy(self.tokio_busy().saturating_sub(before));
+        }
     }
 
     /// The sleeper that holds the pool's driver, in one poll of its

@@ -342,16 +342,7 @@ impl WorkerThread {
     #[inline(never)]
     pub(super) fn turn_host(&self, periodic: bool) {
         if let Some(host) = &self.host {
-            let stats = self.stats();
-            if stats.is_busy() {
-                host.turn(periodic);
-            } else {
-                // A turn of an idle search: the time tokio's tasks take in
-                // it is this worker's busy time all the same.
-                let before = host.tokio_busy();
-                host.turn(periodic);
-                stats.add_busy(host.tokio_busy().saturating_sub(before));
-            }
+            host.turn(periodic);
         }
     }
 
