@@ -111,6 +111,9 @@ impl task::Schedule for Registry {
     /// another worker's (`WorkerThread::defer_removal`).
     fn release(&self, slot: Option<Slot>, local: bool, blocking: bool) {
         let worker = self.local_worker();
+        if let Some(w) = worker {
+            w.task_ended();
+        }
         if !blocking {
             self.count(worker, |s| &s.ended, 1);
         }
