@@ -152,3 +152,76 @@ fn outside_a_task_the_budget_is_unlimited() {
     });
     assert_eq!(polls.get(), 1_000);
 }
+
+#[test]
+fn readiness_reaches_a_task_while_an_always_ready_task_holds_the_only_worker() {
+    let (at_write, at_light) = watchdog("readiness behind an always-ready task", 60, || {
+        let pool = one_worker();
+        let hot_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let hot_addr = hot_listener.local_addr().unwrap();
+        let light_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let light_addr = light_listener.local_addr().unwrap();
+        // 1 MiB sits in the hot socket: a million one-byte reads, each
+        // ready at once.
+        let hot_writer = std::thread::spawn(move || {
+            let (mut s, _) = hot_listener.accept().unwrap();
+            s.write_all(&vec![7u8; 1 << 20]).unwrap();
+            s
+        });
+        let steps = Arc::new(AtomicU64::new(0));
+        let light_reading = Arc::new(AtomicBool::new(false));
+        let light_done = Arc::new(AtomicBool::new(false));
+        // Once the hot task has run a while and the light one waits on its
+        // socket, one byte arrives there: only a poll of the driver can
+        // tell, and the only worker is busy with the hot task.
+        let light_writer = {
+            let (steps, light_reading) = (steps.clone(), light_reading.clone());
+            std::thread::spawn(move || {
+                let (mut s, _) = light_listener.accept().unwrap();
+                while !light_reading.load(Ordering::SeqCst)
+                    || steps.load(Ordering::SeqCst) < 4 * BUDGET
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let at_write = steps.load(Ordering::SeqCst);
+                s.write_all(&[1]).unwrap();
+                (s, at_write)
+            })
+        };
+        let light = {
+            let (steps, light_reading, light_done) =
+                (steps.clone(), light_reading.clone(), light_done.clone());
+            pool.spawn(async move {
+                let mut s = pool::net::TcpStream::connect(light_addr).await.unwrap();
+                light_reading.store(true, Ordering::SeqCst);
+                let mut byte = [0u8; 1];
+                s.read_exact(&mut byte).await.unwrap();
+                light_done.store(true, Ordering::SeqCst);
+                steps.load(Ordering::SeqCst)
+            })
+        };
+        let hot = pool.spawn(async move {
+            let mut stream = pool::net::TcpStream::connect(hot_addr).await.unwrap();
+            let _peer = hot_writer.join().unwrap();
+            let mut byte = [0u8; 1];
+            while !light_done.load(Ordering::SeqCst) {
+                stream.read_exact(&mut byte).await.unwrap();
+                if steps.fetch_add(1, Ordering::SeqCst) + 1 >= 1 << 20 {
+                    break;
+                }
+            }
+        });
+        let at_light = pool.block_on(light).unwrap();
+        pool.block_on(hot).unwrap();
+        let (_peer, at_write) = light_writer.join().unwrap();
+        (at_write, at_light)
+    });
+    // A poll that spends its budget has the worker poll the driver when
+    // nobody did since its last such poll. Polled only every 61st search
+    // instead, the light task waited about 61 budgets of reads.
+    let waited = at_light.saturating_sub(at_write);
+    assert!(
+        waited <= 4 * BUDGET,
+        "the light task waited {waited} reads of the hot task for its readiness"
+    );
+}

@@ -7,6 +7,9 @@
 //!   round robin. Light round-trip p50/p99 on pool, on tokio, and on pool
 //!   with the hot connection's task `unconstrained` (the budget off: pool
 //!   before it had one).
+//! * `fairness_per_worker`: the same with one hot connection per worker,
+//!   so that every worker has an always-ready task: there the budget is
+//!   what lets the light connections in.
 //! * `join_set`: 10 000 tasks that sleep 1 ms and finish, joined through a
 //!   `JoinSet` (pool's, tokio's); wall time of spawn + join.
 //! * `spawn_local`: 10 000 `!Send` tasks spawned and awaited on one thread:
@@ -15,7 +18,7 @@
 //!
 //! ```text
 //! cargo build --release -p benches --bin groups
-//! target/release/groups [--rounds N] [--only fairness,join_set,spawn_local] [--quick]
+//! target/release/groups [--rounds N] [--only fairness,fairness_per_worker,join_set,spawn_local] [--quick]
 //! ```
 
 use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -64,7 +67,7 @@ fn args() -> Args {
             "--bench" => {}
             other => {
                 eprintln!(
-                    "unknown argument {other:?}\nusage: groups [--rounds N] [--only fairness,join_set,spawn_local] [--quick]"
+                    "unknown argument {other:?}\nusage: groups [--rounds N] [--only fairness,fairness_per_worker,join_set,spawn_local] [--quick]"
                 );
                 std::process::exit(2);
             }
@@ -182,28 +185,32 @@ fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
     }
 }
 
-/// One fairness round: the light round trips' latencies in microseconds,
-/// sorted.
-fn fairness_round(server: Server, secs: f64) -> Vec<f64> {
+/// One fairness round with `hot` hot connections: the light round trips'
+/// latencies in microseconds, sorted.
+fn fairness_round(server: Server, secs: f64, hot: usize) -> Vec<f64> {
     let (addr, guard) = start_server(server);
     let stop = Arc::new(AtomicBool::new(false));
-    let hot = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut s = TcpStream::connect(addr).unwrap();
-            s.write_all(b"H").unwrap();
-            let chunk = vec![0u8; 64 * 1024];
-            while !stop.load(Ordering::Relaxed) {
-                if s.write_all(&chunk).is_err() {
-                    break;
+    let hot: Vec<_> = (0..hot)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.write_all(b"H").unwrap();
+                let chunk = vec![0u8; 64 * 1024];
+                while !stop.load(Ordering::Relaxed) {
+                    if s.write_all(&chunk).is_err() {
+                        break;
+                    }
                 }
-            }
+            })
         })
-    };
+        .collect();
     let mut lights: Vec<TcpStream> = (0..LIGHT_CONNECTIONS)
         .map(|_| {
             let mut s = TcpStream::connect(addr).unwrap();
             s.set_nodelay(true).unwrap();
+            // A starved light connection fails the round instead of hanging.
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             s.write_all(b"L").unwrap();
             s
         })
@@ -217,35 +224,48 @@ fn fairness_round(server: Server, secs: f64) -> Vec<f64> {
         for s in &mut lights {
             let t0 = Instant::now();
             s.write_all(&byte).unwrap();
-            s.read_exact(&mut byte).unwrap();
+            s.read_exact(&mut byte).unwrap_or_else(|e| {
+                panic!("{}: a light connection starved 10 s: {e}", server.name())
+            });
             latencies.push(t0.elapsed().as_secs_f64() * 1e6);
         }
     }
     stop.store(true, Ordering::Relaxed);
     drop(lights);
-    drop(guard); // closes the server's sockets: the hot writer's write fails
-    hot.join().unwrap();
+    drop(guard); // closes the server's sockets: the hot writers' writes fail
+    for h in hot {
+        h.join().unwrap();
+    }
     latencies.sort_by(f64::total_cmp);
     latencies
 }
 
-fn fairness(a: &Args) {
-    let servers = [Server::Pool, Server::Tokio, Server::PoolUnbudgeted];
+/// The fairness workload with `hot` hot connections.
+fn fairness(a: &Args, hot: usize) {
+    // With a hot connection on every worker and no budget, nothing would
+    // ever let the light ones in: that server runs only with one.
+    let servers: &[Server] = if hot < WORKERS {
+        &[Server::Pool, Server::Tokio, Server::PoolUnbudgeted]
+    } else {
+        &[Server::Pool, Server::Tokio]
+    };
     let mut p50 = vec![Vec::new(); servers.len()];
     let mut p99 = vec![Vec::new(); servers.len()];
     let mut count = vec![Vec::new(); servers.len()];
     for _ in 0..a.rounds {
         for (i, &s) in servers.iter().enumerate() {
-            let l = fairness_round(s, a.fairness_secs);
+            let l = fairness_round(s, a.fairness_secs, hot);
             p50[i].push(percentile(&l, 0.5));
             p99[i].push(percentile(&l, 0.99));
             count[i].push(l.len() as f64);
         }
     }
     println!(
-        "fairness: 1 hot connection (read {HOT_READ} B at a time, always ready) + \
+        "{}: {hot} hot connection(s) (read {HOT_READ} B at a time, always ready) + \
          {LIGHT_CONNECTIONS} light ones pinging 1 byte; {WORKERS} workers; {} rounds of {} s, medians",
-        a.rounds, a.fairness_secs
+        if hot == 1 { "fairness" } else { "fairness_per_worker" },
+        a.rounds,
+        a.fairness_secs
     );
     println!(
         "  {:<16} {:>12} {:>12} {:>12} {:>10}",
@@ -437,6 +457,9 @@ fn main() {
         spawn_local(&a);
     }
     if wanted("fairness") {
-        fairness(&a);
+        fairness(&a, 1);
+    }
+    if wanted("fairness_per_worker") {
+        fairness(&a, WORKERS);
     }
 }

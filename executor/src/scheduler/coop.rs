@@ -70,6 +70,13 @@ pub(crate) fn budgeted<R>(f: impl FnOnce() -> R) -> R {
 pub(crate) fn budgeted_ran_out(f: impl FnOnce()) -> bool {
     let _restore = Restore(context::replace_budget(BUDGET));
     f();
+    spent()
+}
+
+/// Is this poll's budget spent? (Its task is being made to yield, or would
+/// be at its next operation.)
+#[inline]
+pub(crate) fn spent() -> bool {
     context::budget() == 0
 }
 
