@@ -187,13 +187,13 @@ impl WorkerThread {
         if let Some(n) = self.io_batch.get() {
             self.worker.push(runnable);
             self.io_batch.set(Some(n + 1));
-        } else if yielded && coop::spent() {
-            self.poll_driver_if_unwatched();
-            self.push_stealable(runnable);
         } else if yielded
             || (self.ended.get() && !self.worker.is_empty())
             || self.registry.sleep().watcher().unparked_for_put()
         {
+            if yielded && coop::spent() {
+                self.poll_driver_if_unwatched();
+            }
             self.push_stealable(runnable);
         } else {
             let displaced = self.info().lifo.put(runnable);
