@@ -353,6 +353,48 @@ impl Builder {
         self
     }
 
+    /// Serve [tokio-console](https://github.com/tokio-rs/console) on
+    /// `addr` (feature `console`): `tokio-console http://ADDR` then lists
+    /// the pool's tasks (id, spawn location, state, polls, busy, scheduled
+    /// and idle time, wakes, waker clones and drops, self-wakes;
+    /// `spawn_blocking` closures as `blocking`), each task's poll-time and
+    /// scheduled-time histograms, and pauses and resumes. No `tracing`
+    /// subscriber, no `--cfg tokio_unstable`.
+    ///
+    /// The pool serves it from a thread of its own (`<name>-console`), so a
+    /// pool whose every worker is stuck in a poll can still be seen. Tasks
+    /// are recorded from the pool's start: each spawn, poll, wake and drop
+    /// costs a table lookup and two clock readings more (measured in
+    /// `docs/BENCHMARKS.md`, "What the operator's view costs"), a pool
+    /// built without it nothing. A finished task is kept about 10 s (at
+    /// most 4 096 of them), so memory follows the live tasks, not how many
+    /// ran. tokio's own tasks (feature `tokio-compat`) are not listed.
+    /// The global pool serves it when `POOL_CONSOLE=ADDR` is set.
+    ///
+    /// `"127.0.0.1:0"` picks a free port: [`Pool::console_addr`](crate::Pool::console_addr)
+    /// says which. Serve it on loopback unless every client that can
+    /// reach the address may see the task list.
+    ///
+    /// # Errors
+    ///
+    /// [`build`](Builder::build) fails with `InvalidInput` if `addr` is not
+    /// a socket address (`"127.0.0.1:6669"`), and with the bind error
+    /// (`AddrInUse`, say), naming the address, if it cannot listen there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().console("127.0.0.1:0").build().unwrap();
+    /// println!("tokio-console http://{}", pool.console_addr().unwrap());
+    /// let err = pool::Builder::new().console("localhost").build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    #[cfg(feature = "console")]
+    pub fn console(mut self, addr: impl Into<String>) -> Builder {
+        self.config.console = Some(addr.into());
+        self
+    }
+
     /// Start the pool.
     ///
     /// # Errors
@@ -394,8 +436,8 @@ impl Default for Builder {
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.config;
-        f.debug_struct("Builder")
-            .field("worker_threads", &c.worker_threads)
+        let mut d = f.debug_struct("Builder");
+        d.field("worker_threads", &c.worker_threads)
             .field("thread_name", &c.thread_name())
             .field("stack_size", &c.stack_size)
             .field("on_thread_start", &c.on_thread_start.is_some())
@@ -405,7 +447,9 @@ impl fmt::Debug for Builder {
             .field("blocking_keep_alive", &c.blocking.keep_alive)
             .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
             .field("trace", &c.trace)
-            .field("poll_time_histogram", &c.poll_time_histogram)
-            .finish()
+            .field("poll_time_histogram", &c.poll_time_histogram);
+        #[cfg(feature = "console")]
+        d.field("console", &c.console);
+        d.finish()
     }
 }

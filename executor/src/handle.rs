@@ -160,6 +160,13 @@ impl Handle {
         self.registry.poll_time_histogram()
     }
 
+    /// Where the pool serves tokio-console; see
+    /// [`Pool::console_addr`](crate::Pool::console_addr).
+    #[cfg(feature = "console")]
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.registry.console().map(|c| c.addr())
+    }
+
     /// Every live task of the pool, now; see [`Pool::tasks`](crate::Pool::tasks).
     ///
     /// # Examples

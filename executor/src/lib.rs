@@ -390,9 +390,24 @@ pub mod __private {
         if let Some(name) = thread_name {
             builder = builder.thread_name(name);
         }
-        builder
-            .build()
-            .unwrap_or_else(|e| panic!("{attribute}: the pool failed to start: {e}"))
+        // `POOL_CONSOLE` serves tokio-console from the pool of `main`, as
+        // from the global pool (not from tests': they would share a port).
+        #[cfg(feature = "console")]
+        let console = attribute
+            .contains("main")
+            .then(crate::scheduler::console::addr_from_env)
+            .flatten();
+        #[cfg(feature = "console")]
+        if let Some(addr) = &console {
+            builder = builder.console(addr);
+        }
+        builder.build().unwrap_or_else(|e| {
+            #[cfg(feature = "console")]
+            let from = console.map_or("", |_| crate::scheduler::console::blame_env(&e));
+            #[cfg(not(feature = "console"))]
+            let from = "";
+            panic!("{attribute}: the pool failed to start: {e}{from}")
+        })
     }
 }
 

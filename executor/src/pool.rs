@@ -238,6 +238,23 @@ impl Pool {
         self.handle.poll_time_histogram()
     }
 
+    /// Where the pool serves tokio-console (feature `console`): the
+    /// address given to [`Builder::console`](crate::Builder::console), with
+    /// a port of 0 resolved to the one picked; `None` if it serves none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().console("127.0.0.1:0").build().unwrap();
+    /// let addr = pool.console_addr().unwrap();
+    /// assert!(addr.ip().is_loopback() && addr.port() != 0);
+    /// // `tokio-console http://127.0.0.1:<port>` shows its tasks.
+    /// ```
+    #[cfg(feature = "console")]
+    pub fn console_addr(&self) -> Option<std::net::SocketAddr> {
+        self.handle.console_addr()
+    }
+
     /// Every live task of the pool, now: its id, where it was spawned, what
     /// it is doing, its polls and age (see [`TaskInfo`](crate::TaskInfo)), ordered by id.
     /// Finished and aborted tasks are gone from it; `spawn_blocking`

@@ -1,6 +1,7 @@
 //! The thread-local cells of plain data: a blocking thread's task, the
 //! outside spawner's shard and ids, the deadlock handler's mark, the
-//! timeline tag and the cooperative budget. They name no type of the
+//! task the console is polling, the timeline tag and the cooperative
+//! budget. They name no type of the
 //! scheduler, so the scheduler's leaves (`coop.rs`, `timeline.rs`) read
 //! them without joining its core (`../context/mod.rs` holds the cells that
 //! name the scheduler's types).
@@ -34,6 +35,12 @@ thread_local! {
     /// (`scheduler/timeline.rs`).
     static TIMELINE_TAG: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
 
+    /// The task a pool that serves tokio-console is polling on this thread,
+    /// so that its counting waker tells a self-wake
+    /// (`scheduler/console/waker.rs`).
+    #[cfg(feature = "console")]
+    static CONSOLE_POLL: Cell<Option<TaskId>> = const { Cell::new(None) };
+
     /// The cooperative budget of the task (or `block_on` future) being
     /// polled on this thread: operations left in this poll, or
     /// `coop::UNCONSTRAINED` outside one (`scheduler/coop.rs`).
@@ -51,6 +58,24 @@ pub(crate) fn with_blocking_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
     let outer = BLOCKING_TASK.with(|c| c.replace(Some(id)));
     let r = f();
     BLOCKING_TASK.with(|c| c.set(outer));
+    r
+}
+
+/// The task whose poll a pool serving tokio-console is timing on this
+/// thread, if any.
+#[cfg(feature = "console")]
+pub(crate) fn console_poll() -> Option<TaskId> {
+    CONSOLE_POLL.with(Cell::get)
+}
+
+/// Make `id` the task the console is polling on this thread for the length
+/// of `f`: one poll (a `block_on` inside it polls others, and gives `id`
+/// back after).
+#[cfg(feature = "console")]
+pub(crate) fn with_console_poll<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
+    let outer = CONSOLE_POLL.with(|c| c.replace(Some(id)));
+    let r = f();
+    CONSOLE_POLL.with(|c| c.set(outer));
     r
 }
 

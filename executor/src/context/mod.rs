@@ -46,6 +46,8 @@ pub(crate) use cells::{
     budget, forbid_in_deadlock_handler, outside_spawn, replace_budget, run_deadlock_handler,
     set_timeline_tag, spend_budget, timeline_tag, with_blocking_task,
 };
+#[cfg(feature = "console")]
+pub(crate) use cells::{console_poll, with_console_poll};
 pub(crate) use current::{io_driver, try_current, with_current, with_current_worker};
 
 use crate::scheduler::block_on::Signal;

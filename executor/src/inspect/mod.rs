@@ -1,5 +1,6 @@
-//! Seeing inside a pool from outside its workers: the live-task dump and
-//! the stall detector. A floor above the scheduler: both read it through
+//! Seeing inside a pool from outside its workers: the live-task dump, the
+//! stall detector and (feature `console`) tokio-console's service. A floor
+//! above the scheduler: each reads it through
 //! the registry's methods, and the stall detector runs on the watcher
 //! thread as its `Look` (`scheduler/watcher.rs`). See `README.md` here for
 //! what each costs and how to read a timeline.
@@ -16,6 +17,8 @@
 //!   older state of the pool, never a wrong one for a moment that existed),
 //!   and nothing here blocks, wakes or posts work.
 
+#[cfg(feature = "console")]
+pub(crate) mod console;
 pub(crate) mod dump;
 pub(crate) mod stall;
 

@@ -52,6 +52,15 @@ pub(crate) struct Config {
     pub(crate) trace: Option<PathBuf>,
     /// `Builder::poll_time_histogram`.
     pub(crate) poll_time_histogram: bool,
+    /// `Builder::console`: the address to serve tokio-console on, as given.
+    #[cfg(feature = "console")]
+    pub(crate) console: Option<String>,
+    /// The console's listener, bound by `check` (`start` takes it), and
+    /// its address (a port of 0 resolved).
+    #[cfg(feature = "console")]
+    pub(crate) console_listener: Option<std::net::TcpListener>,
+    #[cfg(feature = "console")]
+    pub(crate) console_addr: Option<std::net::SocketAddr>,
 }
 
 impl Config {
@@ -71,6 +80,12 @@ impl Config {
             },
             trace: None,
             poll_time_histogram: false,
+            #[cfg(feature = "console")]
+            console: None,
+            #[cfg(feature = "console")]
+            console_listener: None,
+            #[cfg(feature = "console")]
+            console_addr: None,
         }
     }
 
@@ -80,7 +95,8 @@ impl Config {
     }
 
     /// Check every value (creating the trace file, so that a path that
-    /// cannot be written is an error now, not a lost trace at the end);
+    /// cannot be written is an error now, not a lost trace at the end, and
+    /// binding the console's address, so that a taken port is too);
     /// returns the number of workers.
     pub(crate) fn check(&mut self) -> io::Result<usize> {
         let workers = match self.worker_threads {
@@ -125,6 +141,14 @@ impl Config {
             ));
         }
         self.blocking.stack_size = self.stack_size;
+        // Last: a value out of range above is reported before the port is
+        // taken.
+        #[cfg(feature = "console")]
+        if let Some(addr) = &self.console {
+            let listener = bind_console(addr)?;
+            self.console_addr = Some(listener.local_addr()?);
+            self.console_listener = Some(listener);
+        }
         Ok(workers)
     }
 }
@@ -132,4 +156,19 @@ impl Config {
 /// An `InvalidInput` error with `message`.
 pub(crate) fn invalid_input(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// Parse and bind the console's address (`Builder::console`,
+/// `POOL_CONSOLE`): `InvalidInput` if it is not a socket address, the bind
+/// error (its kind kept) naming the address if it cannot listen there.
+#[cfg(feature = "console")]
+fn bind_console(addr: &str) -> io::Result<std::net::TcpListener> {
+    let parsed: std::net::SocketAddr = addr.trim().parse().map_err(|_| {
+        invalid_input(format!(
+            "console address must be a socket address such as \"127.0.0.1:6669\" \
+             (\"127.0.0.1:0\" picks a free port), got {addr:?}"
+        ))
+    })?;
+    std::net::TcpListener::bind(parsed)
+        .map_err(|e| io::Error::new(e.kind(), format!("console: cannot listen on {parsed}: {e}")))
 }

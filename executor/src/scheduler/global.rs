@@ -2,8 +2,9 @@
 //! started on first use and never shut down.
 //!
 //! It has one worker per available CPU unless `POOL_WORKER_THREADS` says
-//! otherwise, names its threads `pool-global-*`, and records its timeline
-//! when `POOL_TRACE=path` is set, writing it at process exit.
+//! otherwise, names its threads `pool-global-*`, records its timeline
+//! when `POOL_TRACE=path` is set, writing it at process exit, and serves
+//! tokio-console when `POOL_CONSOLE=addr` is set (feature `console`).
 
 use super::config::Config;
 use super::registry::Registry;
@@ -26,7 +27,8 @@ static GLOBAL: OnceLock<(Arc<Registry>, Threads)> = OnceLock::new();
 /// # Panics
 ///
 /// If `POOL_WORKER_THREADS` is set to something other than a positive
-/// integer, or the pool fails to start; the message says which.
+/// integer, or the pool fails to start (`POOL_CONSOLE` set to an address it
+/// cannot serve on, say); the message says which.
 pub(crate) fn global() -> &'static Arc<Registry> {
     &GLOBAL
         .get_or_init(|| {
@@ -35,8 +37,17 @@ pub(crate) fn global() -> &'static Arc<Registry> {
             config.worker_threads = worker_threads_from_env();
             let trace = std::env::var_os(TRACE_ENV).filter(|p| !p.is_empty());
             config.trace = trace.clone().map(Into::into);
-            let pool = start(config, None)
-                .unwrap_or_else(|e| panic!("pool: the global pool failed to start: {e}"));
+            #[cfg(feature = "console")]
+            {
+                config.console = super::console::addr_from_env();
+            }
+            let pool = start(config, None).unwrap_or_else(|e| {
+                #[cfg(feature = "console")]
+                let from = super::console::blame_env(&e);
+                #[cfg(not(feature = "console"))]
+                let from = "";
+                panic!("pool: the global pool failed to start: {e}{from}")
+            });
             if trace.is_some() {
                 // The global pool is never dropped: write its trace at exit.
                 // SAFETY: `write_global_trace` is an `extern "C" fn()` that

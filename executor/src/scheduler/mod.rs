@@ -19,6 +19,7 @@
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
 //! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (busy turns, the host of its sleeps) |
+//! | `console/` | feature `console`: the task table tokio-console is served from, recorded at spawn, poll, wake and drop (its own map) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
@@ -33,6 +34,8 @@
 pub(crate) mod block_on;
 mod blocking;
 mod config;
+#[cfg(feature = "console")]
+pub(crate) mod console;
 pub(crate) mod coop;
 pub(crate) mod global;
 mod io_driver;
@@ -61,6 +64,8 @@ pub use poll_times::{Bucket, Histogram};
 pub(crate) use registry::Registry;
 pub(crate) use shutdown::shutdown;
 pub(crate) use start::start;
+#[cfg(feature = "console")]
+pub(crate) use thread_name::ThreadKind;
 pub(crate) use threads::Threads;
 pub(crate) use watcher::Look;
 pub(crate) use worker::WorkerThread;

@@ -38,7 +38,7 @@ use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
 use crate::context;
 use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
-use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
+use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader, TaskId};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::AtomicU64;
@@ -95,6 +95,9 @@ pub(crate) struct Registry {
     /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
+    /// The task table tokio-console is served from (`Builder::console`).
+    #[cfg(feature = "console")]
+    console: Option<super::console::Console>,
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
@@ -109,7 +112,13 @@ impl task::Schedule for Registry {
 
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
-    fn release(&self, slot: Option<Slot>, local: bool, blocking: bool) {
+    fn release(&self, id: TaskId, slot: Option<Slot>, local: bool, blocking: bool) {
+        #[cfg(feature = "console")]
+        if let Some(console) = &self.console {
+            console.table().finished(id);
+        }
+        #[cfg(not(feature = "console"))]
+        let _ = id;
         let worker = self.local_worker();
         if let Some(w) = worker {
             w.task_ended();
@@ -130,6 +139,22 @@ impl task::Schedule for Registry {
             Some(w) if slot.shard != self.tasks.shard_of(w.index()) => w.defer_removal(slot),
             _ => self.tasks.remove(slot),
         }
+    }
+
+    #[inline(always)]
+    fn poll_future<R>(
+        &self,
+        id: TaskId,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(&mut Context<'_>) -> R,
+    ) -> R {
+        #[cfg(feature = "console")]
+        if let Some(console) = &self.console {
+            return console.poll(id, cx, poll);
+        }
+        #[cfg(not(feature = "console"))]
+        let _ = id;
+        poll(cx)
     }
 
     #[inline]
@@ -154,6 +179,8 @@ impl Registry {
         watch_wakes: bool,
     ) -> Registry {
         let n = stealers.len();
+        #[cfg(feature = "console")]
+        let console = config.console_addr.map(super::console::Console::new);
         let timeline = config.trace.map(|path| Arc::new(Timeline::new(path, n)));
         // The user's handler runs with this thread marked as in it, so that
         // `mark_blocked` there panics instead of deadlocking.
@@ -200,7 +227,16 @@ impl Registry {
             time_polls: config.poll_time_histogram.then(PollClock::calibrate),
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
+            #[cfg(feature = "console")]
+            console,
         }
+    }
+
+    /// The console's task table and address, if the pool serves
+    /// tokio-console.
+    #[cfg(feature = "console")]
+    pub(crate) fn console(&self) -> Option<&super::console::Console> {
+        self.console.as_ref()
     }
 
     /// Build the workers' tokio runtimes (once, before any worker starts).

@@ -3,7 +3,8 @@
 //!
 //! 1. **Refuse new work and stop everyone**: set `shutting_down` (new
 //!    spawns are cancelled at once), stop the watcher, tell the blocking
-//!    threads to start no queued closure, and set every worker's
+//!    threads to start no queued closure, stop the console's server (and
+//!    join its thread), and set every worker's
 //!    termination latch (waking the sleepers).
 //! 2. **Wait for the workers** to leave their loops, bounded by the timeout
 //!    if any, and join them; join the watcher. A worker leaving drops what is
@@ -58,6 +59,11 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     registry.shutdown_state().begin();
     registry.sleep().watcher().stop();
     registry.blocking().begin_shutdown();
+    #[cfg(feature = "console")]
+    if let Some(console) = threads.console.take() {
+        use super::console::Serve;
+        console.stop();
+    }
     for (index, w) in registry.workers().iter().enumerate() {
         if w.terminate.set() {
             registry.wake_worker(index);

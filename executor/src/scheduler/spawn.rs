@@ -229,6 +229,11 @@ impl Registry {
         {
             Some(slot) => {
                 runnable.metadata().set_slot(slot);
+                // Before the first schedule: every poll finds the task.
+                #[cfg(feature = "console")]
+                if let Some(console) = &self.console() {
+                    console.table().spawned(id, at, kind, runnable.waker());
+                }
                 if kind == TaskKind::Local {
                     // Counted until its future drops (`Schedule::release`).
                     if let Some(w) = local {

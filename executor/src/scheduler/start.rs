@@ -66,6 +66,8 @@ pub(crate) fn start(
         .iter()
         .map(|(tasks, jobs)| (tasks.stealer(), jobs.stealer()))
         .collect();
+    #[cfg(feature = "console")]
+    let console_listener = config.console_listener.take();
     let io = Arc::new(<Driver as IoDriver>::new()?);
     let registry = Arc::new(Registry::new(stealers, config, io, look.is_some()));
 
@@ -92,6 +94,12 @@ pub(crate) fn start(
         watcher::run(r, look)
     })?;
     starting.threads.watcher = Some(watcher);
+    #[cfg(feature = "console")]
+    if let (Some(listener), Some(console)) = (console_listener, registry.console()) {
+        use super::console::{Serve, Server};
+        let table = Arc::clone(console.table());
+        starting.threads.console = Some(Server::start(table, listener, &thread_name)?);
+    }
     let threads = starting.finish();
     Ok((registry, threads))
 }

@@ -25,6 +25,8 @@ pub(crate) enum ThreadKind {
     Blocking(usize),
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     TokioBlocking,
+    #[cfg_attr(not(feature = "console"), allow(dead_code))]
+    Console,
 }
 
 /// The most bytes of a thread name the kernel keeps (16 with the NUL).
@@ -38,6 +40,7 @@ impl ThreadKind {
             ThreadKind::Watcher => format!("{prefix}-watcher"),
             ThreadKind::Blocking(k) => format!("{prefix}-blocking-{k}"),
             ThreadKind::TokioBlocking => format!("{prefix}-tokio-blocking"),
+            ThreadKind::Console => format!("{prefix}-console"),
         }
     }
 
@@ -53,6 +56,7 @@ impl ThreadKind {
             ThreadKind::Watcher => "-watch".to_string(),
             ThreadKind::Blocking(k) => format!("-blk{k}"),
             ThreadKind::TokioBlocking => "-tblk".to_string(),
+            ThreadKind::Console => "-cons".to_string(),
         };
         let mut keep = KERNEL_NAME_MAX
             .saturating_sub(suffix.len())

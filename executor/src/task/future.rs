@@ -100,7 +100,10 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         // SAFETY: structural pinning through `ManuallyDrop`: the future is
         // never moved out, and dropped in place (`drop_future`).
         let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
-        let output = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+        let owner = header.owner();
+        let output = match owner.poll_future(header.id(), cx, |cx| {
+            catch_unwind(AssertUnwindSafe(|| future.poll(cx)))
+        }) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(value)) => Ok(value),
             Err(payload) => Err(payload),
@@ -167,8 +170,11 @@ struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         let header = self.header;
-        header
-            .owner()
-            .release(header.slot(), header.is_local(), header.is_blocking());
+        header.owner().release(
+            header.id(),
+            header.slot(),
+            header.is_local(),
+            header.is_blocking(),
+        );
     }
 }

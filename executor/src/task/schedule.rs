@@ -1,15 +1,18 @@
 //! `Schedule`: what a task needs of the pool that owns it, and how this
 //! floor names the scheduler's type without importing the floor above.
 //!
-//! A task needs three things of its pool: its registry of live tasks (an
+//! A task needs four things of its pool: its registry of live tasks (an
 //! abort wakes the task through it), a way to leave it when its future
-//! is dropped, and, for its `JoinHandle`, the cooperative budget. That is the [`Schedule`] trait (tokio's task module has one
-//! of the same name). The scheduler names its type for this floor by
+//! is dropped, a poll of its future (which a pool that serves
+//! tokio-console instruments), and, for its `JoinHandle`, the cooperative
+//! budget. That is the [`Schedule`] trait (tokio's task module has one of
+//! the same name). The scheduler names its type for this floor by
 //! implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the type that
 //! resolves to, at compile time. So the header holds a plain `Arc` of the
 //! scheduler's registry (no trait object: no extra word per task, no
 //! dynamic call), while no file here imports the scheduler.
 
+use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use std::task::{Context, Poll};
 
@@ -23,7 +26,18 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// allowed), and count it ended unless it is a `spawn_blocking`
     /// closure's. `local` for a `spawn_local` task (dropped on its own
     /// worker, which counts its live ones).
-    fn release(&self, slot: Option<Slot>, local: bool, blocking: bool);
+    fn release(&self, id: TaskId, slot: Option<Slot>, local: bool, blocking: bool);
+
+    /// Poll task `id`'s future: `poll` (which catches its panics) with the
+    /// context it is to see, `cx` itself unless the pool serves
+    /// tokio-console, which times the poll and hands the future a waker
+    /// that counts its clones (`scheduler/console/`).
+    fn poll_future<R>(
+        &self,
+        id: TaskId,
+        cx: &mut Context<'_>,
+        poll: impl FnOnce(&mut Context<'_>) -> R,
+    ) -> R;
 
     /// May an operation complete now, by the cooperative budget of the
     /// thread polling? Else the task is woken and this is `Pending`
