@@ -127,6 +127,12 @@ pub struct PoolHist(pool::Pool);
 
 pool_exec!(PoolHist, "pool+hist", |b| b.poll_time_histogram(true));
 
+/// `pool` serving tokio-console (`Builder::console`, on a free loopback
+/// port): every spawn, poll, wake and drop recorded in its task table.
+pub struct PoolConsole(pool::Pool);
+
+pool_exec!(PoolConsole, "pool+console", |b| b.console("127.0.0.1:0"));
+
 /// tokio's multi-thread runtime.
 pub struct Tokio(tokio::runtime::Runtime);
 

@@ -10,7 +10,7 @@
 //! ```text
 //! cargo run --release -p examples --example reference_service -- \
 //!     [--runtime pool|pool-axum-serve|tokio] [--workers 2] [--addr 127.0.0.1:0] \
-//!     [--upstream URL] [--dir DIR]
+//!     [--upstream URL] [--dir DIR] [--console ADDR]
 //! curl localhost:PORT/users/7
 //! ```
 //!
@@ -19,7 +19,9 @@
 //! `listening on ADDR`, and on Ctrl-C shuts down gracefully and prints
 //! `shut down`. `/proxy` GETs `--upstream` (default: its own `/json`).
 //! On a pool it also answers `/metrics`: the pool's figures in Prometheus'
-//! text (`Handle::prometheus_collector`).
+//! text (`Handle::prometheus_collector`); with `--console ADDR`
+//! (`127.0.0.1:6669`, say) it serves tokio-console there too, and prints
+//! `console on ADDR`: `tokio-console http://ADDR` lists its tasks.
 
 use examples::reference::{router, Files};
 use std::path::PathBuf;
@@ -30,12 +32,13 @@ struct Args {
     addr: String,
     upstream: Option<String>,
     dir: Option<PathBuf>,
+    console: Option<String>,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "reference_service: {problem}\nusage: reference_service [--runtime pool|pool-axum-serve|tokio] \
-         [--workers N] [--addr ADDR] [--upstream URL] [--dir DIR]"
+         [--workers N] [--addr ADDR] [--upstream URL] [--dir DIR] [--console ADDR]"
     );
     std::process::exit(2)
 }
@@ -47,6 +50,7 @@ fn parse_args() -> Args {
         addr: "127.0.0.1:0".to_owned(),
         upstream: None,
         dir: None,
+        console: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -66,6 +70,7 @@ fn parse_args() -> Args {
             "--addr" => args.addr = value(),
             "--upstream" => args.upstream = Some(value()),
             "--dir" => args.dir = Some(PathBuf::from(value())),
+            "--console" => args.console = Some(value()),
             _ => usage(&format!("unknown option {a:?}")),
         }
     }
@@ -157,17 +162,24 @@ fn main() -> Result<(), Error> {
                 let files = Files::create(&dir).await.map_err(|e| e.to_string())?;
                 axum_serve(&args, &files).await
             }),
-        runtime => pool::Builder::new()
-            .worker_threads(args.workers)
-            .build()?
-            .block_on(async {
+        runtime => {
+            let mut builder = pool::Builder::new().worker_threads(args.workers);
+            if let Some(addr) = &args.console {
+                builder = builder.console(addr);
+            }
+            let pool = builder.build()?;
+            if let Some(addr) = pool.console_addr() {
+                println!("console on {addr}");
+            }
+            pool.block_on(async {
                 let files = Files::create(&dir).await.map_err(|e| e.to_string())?;
                 if runtime == "pool" {
                     on_pool(&args, &files).await
                 } else {
                     axum_serve(&args, &files).await
                 }
-            }),
+            })
+        }
     };
     if remove {
         let _ = std::fs::remove_dir_all(&dir);

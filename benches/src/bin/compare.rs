@@ -8,12 +8,15 @@
 //!     [--quick] [--json PATH] [--svg PATH] [--scale] [--pool-variants]
 //! ```
 //!
-//! `--pool-variants` adds three rows to most workloads: `pool+trace` (the
+//! `--pool-variants` adds four rows to most workloads: `pool+trace` (the
 //! timeline recorded, `Builder::trace`), `pool+stall` (a stall handler
-//! set, `Builder::on_stall`) and `pool+hist` (every poll timed,
-//! `Builder::poll_time_histogram`), for the cost of seeing inside.
+//! set, `Builder::on_stall`), `pool+hist` (every poll timed,
+//! `Builder::poll_time_histogram`) and `pool+console` (tokio-console
+//! served, `Builder::console`), for the cost of seeing inside.
 
-use benches::exec::{AsyncExecutor, Exec, Local, Pool, PoolHist, PoolStall, PoolTraced, Tokio};
+use benches::exec::{
+    AsyncExecutor, Exec, Local, Pool, PoolConsole, PoolHist, PoolStall, PoolTraced, Tokio,
+};
 use benches::workloads as w;
 use benches::{median, percentile, process_cpu_time};
 use std::collections::BTreeMap;
@@ -712,6 +715,13 @@ fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
                     PoolHist::NAME,
                     Box::new(move || {
                         type $e = PoolHist;
+                        $sample
+                    }),
+                ),
+                (
+                    PoolConsole::NAME,
+                    Box::new(move || {
+                        type $e = PoolConsole;
                         $sample
                     }),
                 ),
