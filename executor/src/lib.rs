@@ -29,8 +29,8 @@
 //! pool, innermost first: the pool whose [`Pool::block_on`] is running its
 //! future on this thread, or that a [`Handle::enter`] guard made current;
 //! else the pool of the worker thread running the code; else the pool of
-//! the blocking thread (or, with `tokio-compat`, of the pool's tokio
-//! thread); else the global pool, started on first use with one worker per
+//! the blocking thread (or, with `tokio-compat`, of one of the pool's tokio
+//! blocking threads); else the global pool, started on first use with one worker per
 //! available CPU (`POOL_WORKER_THREADS` overrides the count).
 //!
 //! # Features
@@ -42,11 +42,17 @@
 //!   for hyper-util's client, and hyper's runtime pieces.
 //! * `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on pool's sockets, pipes
 //!   and [`io::Async`].
-//! * `tokio-compat`: every pool runs one tokio current-thread runtime on a
-//!   thread of its own, and every pool thread enters its context for life,
-//!   so tokio-only code (reqwest, tonic's channel, tower's timeouts) runs
-//!   in pool tasks with no per-poll cost. README: "The tokio-typed
-//!   ecosystem" says what runs on which thread.
+//! * `tokio-compat`: every worker owns a tokio current-thread runtime and
+//!   drives it itself (between tasks, and while it sleeps, inside it), so
+//!   tokio-only code (reqwest, tonic's channel, tower's timeouts, sqlx)
+//!   runs in pool tasks with no per-poll cost and no tokio thread of its
+//!   own. README: "The tokio-typed ecosystem" says what runs on which
+//!   thread.
+//! * `console`: tokio-console served by the pool itself
+//!   (`Builder::console`, `POOL_CONSOLE`), with no `tracing` subscriber
+//!   and no `--cfg tokio_unstable`.
+//! * `prometheus`: the pool's metrics as a `prometheus-client` collector
+//!   (`Handle::prometheus_collector`).
 //!
 //! # Macros
 //!
