@@ -38,7 +38,7 @@ use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
 use crate::context;
 use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
-use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader, TaskId};
+use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::AtomicU64;
@@ -112,13 +112,13 @@ impl task::Schedule for Registry {
 
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
-    fn release(&self, id: TaskId, slot: Option<Slot>, local: bool, blocking: bool) {
+    fn release(&self, header: &TaskHeader, slot: Option<Slot>, local: bool, blocking: bool) {
         #[cfg(feature = "console")]
         if let Some(console) = &self.console {
-            console.table().finished(id);
+            console.table().finished(header.id());
         }
         #[cfg(not(feature = "console"))]
-        let _ = id;
+        let _ = header;
         let worker = self.local_worker();
         if let Some(w) = worker {
             w.task_ended();
@@ -144,16 +144,16 @@ impl task::Schedule for Registry {
     #[inline(always)]
     fn poll_future<R>(
         &self,
-        id: TaskId,
+        header: &TaskHeader,
         cx: &mut Context<'_>,
         poll: impl FnOnce(&mut Context<'_>) -> R,
     ) -> R {
         #[cfg(feature = "console")]
         if let Some(console) = &self.console {
-            return console.poll(id, cx, poll);
+            return console.poll(header.id(), cx, poll);
         }
         #[cfg(not(feature = "console"))]
-        let _ = id;
+        let _ = header;
         poll(cx)
     }
 

@@ -231,7 +231,7 @@ impl Registry {
                 runnable.metadata().set_slot(slot);
                 // Before the first schedule: every poll finds the task.
                 #[cfg(feature = "console")]
-                if let Some(console) = &self.console() {
+                if let Some(console) = self.console() {
                     console.table().spawned(id, at, kind, runnable.waker());
                 }
                 if kind == TaskKind::Local {

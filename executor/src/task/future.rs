@@ -101,7 +101,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         // never moved out, and dropped in place (`drop_future`).
         let future = unsafe { future.map_unchecked_mut(|f| &mut **f) };
         let owner = header.owner();
-        let output = match owner.poll_future(header.id(), cx, |cx| {
+        let output = match owner.poll_future(header, cx, |cx| {
             catch_unwind(AssertUnwindSafe(|| future.poll(cx)))
         }) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -171,7 +171,7 @@ impl Drop for Registration<'_> {
     fn drop(&mut self) {
         let header = self.header;
         header.owner().release(
-            header.id(),
+            header,
             header.slot(),
             header.is_local(),
             header.is_blocking(),

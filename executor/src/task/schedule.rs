@@ -12,7 +12,7 @@
 //! scheduler's registry (no trait object: no extra word per task, no
 //! dynamic call), while no file here imports the scheduler.
 
-use super::id::TaskId;
+use super::header::TaskHeader;
 use super::owned::{OwnedTasks, Slot};
 use std::task::{Context, Poll};
 
@@ -25,16 +25,19 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// registered in `slot` (now, or in a batch: `OwnedTasks` says which is
     /// allowed), and count it ended unless it is a `spawn_blocking`
     /// closure's. `local` for a `spawn_local` task (dropped on its own
-    /// worker, which counts its live ones).
-    fn release(&self, id: TaskId, slot: Option<Slot>, local: bool, blocking: bool);
+    /// worker, which counts its live ones). `header` is the task's: only a
+    /// pool that serves tokio-console reads it (its id).
+    fn release(&self, header: &TaskHeader, slot: Option<Slot>, local: bool, blocking: bool);
 
-    /// Poll task `id`'s future: `poll` (which catches its panics) with the
-    /// context it is to see, `cx` itself unless the pool serves
-    /// tokio-console, which times the poll and hands the future a waker
-    /// that counts its clones (`scheduler/console/`).
+    /// Poll the future of `header`'s task: `poll` (which catches its
+    /// panics) with the context it is to see, `cx` itself unless the pool
+    /// serves tokio-console, which times the poll and hands the future a
+    /// waker that counts its clones (`scheduler/console/`). The header's
+    /// id is read only then, so a pool without a console does nothing more
+    /// per poll than call `poll`.
     fn poll_future<R>(
         &self,
-        id: TaskId,
+        header: &TaskHeader,
         cx: &mut Context<'_>,
         poll: impl FnOnce(&mut Context<'_>) -> R,
     ) -> R;
