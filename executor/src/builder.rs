@@ -353,6 +353,34 @@ impl Builder {
         self
     }
 
+    /// Start the pool with its clock paused (off by default), as
+    /// [`pool::time::pause`](crate::time::pause) would at once: for tests
+    /// of retries, timeouts and caches. `pool::time` then reads a clock
+    /// that stands still and jumps to the earliest timer's deadline
+    /// whenever the pool is quiet (every worker asleep, no task queued or
+    /// running, no `block_on` future polled or woken, no `spawn_blocking`
+    /// closure running, no I/O readiness waiting), on any number of
+    /// workers: an hour of sleeps takes no real time, and none ends early.
+    /// `#[pool::test(start_paused = true)]` builds its pool this way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pool::time::Instant;
+    ///
+    /// let pool = pool::Builder::new().start_paused(true).build().unwrap();
+    /// pool.block_on(async {
+    ///     let start = Instant::now();
+    ///     pool::time::sleep(Duration::from_secs(3600)).await;
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(3600));
+    /// });
+    /// ```
+    pub fn start_paused(mut self, paused: bool) -> Builder {
+        self.config.start_paused = paused;
+        self
+    }
+
     /// Serve [tokio-console](https://github.com/tokio-rs/console) on
     /// `addr` (feature `console`): `tokio-console http://ADDR` then lists
     /// the pool's tasks (id, spawn location, state, polls, busy, scheduled

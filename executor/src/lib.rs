@@ -387,9 +387,10 @@ pub mod __private {
     pub fn pool_for_macro(
         worker_threads: Option<usize>,
         thread_name: Option<&str>,
+        start_paused: bool,
         attribute: &str,
     ) -> crate::Pool {
-        let mut builder = crate::Builder::new();
+        let mut builder = crate::Builder::new().start_paused(start_paused);
         if let Some(n) = worker_threads {
             builder = builder.worker_threads(n);
         }

@@ -10,7 +10,7 @@
 use crate::context::Entered;
 use crate::handle::Handle;
 use crate::inspect::TaskInfo;
-use crate::scheduler::block_on::block_on;
+use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::{self, Config, Histogram, Look, Metrics, Threads, WorkerMetrics};
 use crate::task::JoinHandle;
 use std::fmt;
@@ -109,7 +109,10 @@ impl Pool {
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         // With one of the pool's tokio runtimes (`tokio-compat`) entered
         // around each poll.
-        block_on(Entered::new(&self.handle.registry, future))
+        block_on_in(
+            Some(&self.handle.registry),
+            Entered::new(&self.handle.registry, future),
+        )
     }
 
     /// [`join`](crate::join) on this pool: run `a` and `b`, potentially in

@@ -21,7 +21,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`";
+const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
 /// `pool::Pool` (`worker_threads = N` workers, or the default; threads
@@ -46,11 +46,21 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `pool::Pool` (`worker_threads = N` workers, or the default), so tests do
 /// not share state through the global pool. Other attributes
 /// (`#[should_panic]`, `#[ignore]`, doc comments) are kept.
+/// `start_paused = true` starts the pool with its clock paused
+/// (`Builder::start_paused`): sleeps and timeouts take no real time, on
+/// any number of workers (also for `#[pool::main]`).
 ///
 /// ```
 /// #[pool::test(worker_threads = 2)]
 /// async fn adds() {
 ///     assert_eq!(pool::spawn(async { 1 + 1 }).await.unwrap(), 2);
+/// }
+///
+/// #[pool::test(start_paused = true, worker_threads = 4)]
+/// async fn an_hour_at_once() {
+///     let start = pool::time::Instant::now();
+///     pool::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert_eq!(start.elapsed().as_secs(), 3600);
 /// }
 /// # fn main() {}
 /// ```
@@ -79,6 +89,7 @@ impl Kind {
 struct Config {
     worker_threads: Option<(usize, Span)>,
     thread_name: Option<(String, Span)>,
+    start_paused: Option<(bool, Span)>,
 }
 
 fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
@@ -147,6 +158,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
         let example = match name.as_str() {
             "worker_threads" => "`worker_threads = 4`",
             "thread_name" => "`thread_name = \"app\"`",
+            "start_paused" => "`start_paused = true`",
             _ => {
                 errors.push(syn::Error::new_spanned(
                     meta.path(),
@@ -169,6 +181,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
         };
         let first = match name.as_str() {
             "worker_threads" => config.worker_threads.as_ref().map(|(_, s)| *s),
+            "start_paused" => config.start_paused.as_ref().map(|(_, s)| *s),
             _ => config.thread_name.as_ref().map(|(_, s)| *s),
         };
         if let Some(first) = first {
@@ -185,6 +198,9 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "worker_threads" => {
                 parse_worker_threads(value).map(|n| config.worker_threads = Some((n, span)))
             }
+            "start_paused" => {
+                parse_start_paused(value).map(|b| config.start_paused = Some((b, span)))
+            }
             _ => parse_thread_name(value).map(|s| config.thread_name = Some((s, span))),
         };
         if let Err(e) = parsed {
@@ -192,6 +208,20 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
         }
     }
     config
+}
+
+/// `start_paused`: `true` or `false`.
+fn parse_start_paused(value: &Expr) -> Result<bool, syn::Error> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) => Ok(b.value),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`start_paused` takes `true` or `false`, like `start_paused = true`",
+        )),
+    }
 }
 
 /// A thread name: a non-empty string literal with no NUL byte (what
@@ -298,11 +328,12 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         Some((name, span)) => quote_spanned!(*span=> ::core::option::Option::Some(#name)),
         None => quote!(::core::option::Option::None),
     };
+    let paused = config.start_paused.is_some_and(|(b, _)| b);
     let attribute = kind.attribute();
     // The call spans the body's braces, so a mismatch between the body's
     // value and the declared return type points at the user's body.
     let run = quote_spanned! {block.span()=>
-        ::pool::__private::pool_for_macro(#workers, #name, #attribute).block_on(body)
+        ::pool::__private::pool_for_macro(#workers, #name, #paused, #attribute).block_on(body)
     };
     let body: syn::Block = syn::parse_quote! {{
         let body = async #block;

@@ -93,8 +93,8 @@ fn interval_ticks_at_once_then_every_period() {
     watchdog("interval", 30, || {
         let p = pool(2);
         p.block_on(async {
-            let start = Instant::now();
-            let ticks: Vec<Instant> = pool::time::interval(Duration::from_millis(10))
+            let start = pool::time::Instant::now();
+            let ticks: Vec<pool::time::Instant> = pool::time::interval(Duration::from_millis(10))
                 .take(5)
                 .collect()
                 .await;

@@ -58,3 +58,27 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
 pub(crate) fn io_driver() -> Arc<Driver> {
     with_current(|registry| Arc::clone(registry.io_driver()))
 }
+
+/// Run `f` with the current pool's driver, without starting the global pool
+/// or enabling the driver for its sleepers: `None` where the current pool
+/// would be the global pool and it has not started yet. (`pool::time`
+/// reads the pool's clock through it.)
+pub(crate) fn with_current_driver<R>(f: impl FnOnce(Option<&Driver>) -> R) -> R {
+    if let Some(registry) = entered() {
+        return f(Some(registry.driver()));
+    }
+    if let Some(w) = worker() {
+        return f(Some(w.registry().driver()));
+    }
+    match blocking_pool() {
+        Some(registry) => f(Some(registry.driver())),
+        None => f(global::try_global().map(|r| &**r.driver())),
+    }
+}
+
+/// Is this thread in a pool (a worker, a blocking thread, or a
+/// `Pool::block_on` / `Handle::enter` of one)? The global pool counts only
+/// on its own threads.
+pub(crate) fn in_a_pool() -> bool {
+    entered().is_some() || worker().is_some() || blocking_pool().is_some()
+}

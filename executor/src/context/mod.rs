@@ -48,7 +48,9 @@ pub(crate) use cells::{
 };
 #[cfg(feature = "console")]
 pub(crate) use cells::{console_poll, with_console_poll};
-pub(crate) use current::{io_driver, try_current, with_current, with_current_worker};
+pub(crate) use current::{
+    in_a_pool, io_driver, try_current, with_current, with_current_driver, with_current_worker,
+};
 
 use crate::scheduler::block_on::Signal;
 use crate::scheduler::{Registry, WorkerThread};

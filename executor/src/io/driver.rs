@@ -21,6 +21,7 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
+use super::clock::Clock;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use super::timers::Timers;
 use crate::scheduler::{DriverBinding, DriverBound, IoDriver};
@@ -80,6 +81,8 @@ pub(crate) struct Driver {
     /// Registered sources, a hint for the busy workers' polls.
     num_sources: AtomicUsize,
     pub(super) timers: Timers,
+    /// The pool's time, which the timers' deadlines are in (`clock.rs`).
+    pub(crate) clock: Clock,
     shut_down: AtomicBool,
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
@@ -92,7 +95,7 @@ impl DriverBinding for DriverBound {
 }
 
 impl IoDriver for Driver {
-    fn new() -> io::Result<Driver> {
+    fn new(start_paused: bool) -> io::Result<Driver> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -108,6 +111,7 @@ impl IoDriver for Driver {
             sources: Mutex::new(Sources::default()),
             num_sources: AtomicUsize::new(0),
             timers: Timers::new(),
+            clock: Clock::new(start_paused),
             shut_down: AtomicBool::new(false),
             delivered: AtomicU64::new(0),
         })
@@ -120,7 +124,7 @@ impl IoDriver for Driver {
     }
 
     fn poll_now(&self, wakers: &mut Vec<Waker>) {
-        self.poll(false, wakers);
+        self.poll(None, wakers);
     }
 
     fn io_events(&self) -> u64 {
@@ -131,8 +135,17 @@ impl IoDriver for Driver {
         self.epoll_fd
     }
 
-    fn park_deadline(&self) -> Option<Instant> {
-        self.timers.park_until()
+    fn park_deadline(
+        &self,
+        is_quiet: &dyn Fn() -> bool,
+        wakers: &mut Vec<Waker>,
+    ) -> Option<Instant> {
+        if self.clock.is_paused() {
+            return self.paused_park(is_quiet, wakers).then(Instant::now);
+        }
+        let wait = self.clock.real_wait(self.timers.park_until()?);
+        // Paused meanwhile: only an unpark (the pause's) ends the wait.
+        wait.map(|wait| Instant::now() + wait)
     }
 
     fn unparked(&self) {
@@ -218,22 +231,33 @@ impl Driver {
     }
 
     /// The holder: poll the OS, blocking until an event, the next timer
-    /// deadline or `unpark` when `block`, else not at all. The wakers of
-    /// what became ready (I/O and due timers) go into `wakers`.
-    fn poll(&self, block: bool, wakers: &mut Vec<Waker>) {
+    /// deadline or `unpark` when `block` (the sleeper's quiet check, see
+    /// `Park::park`), else not at all. The wakers of what became ready (I/O
+    /// and due timers) go into `wakers`.
+    ///
+    /// With the clock paused, a blocking poll first polls without blocking;
+    /// if that brings nothing and the pool is quiet, the clock jumps to the
+    /// earliest timer, which fires instead of the wait (`paused_park`).
+    fn poll(&self, block: Option<&dyn Fn() -> bool>, wakers: &mut Vec<Waker>) {
         debug_assert!(self.held.load(Ordering::Relaxed));
+        let timeout = match block {
+            None => Some(Duration::ZERO),
+            Some(is_quiet) if self.clock.is_paused() => {
+                if self.paused_park(is_quiet, wakers) {
+                    return;
+                }
+                None
+            }
+            Some(_) => match self.timers.park_until() {
+                // Paused meanwhile: the pause unparks us.
+                Some(deadline) => self.clock.real_wait(deadline),
+                None => None,
+            },
+        };
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
-        let timeout = if block {
-            let now = Instant::now();
-            self.timers
-                .park_until()
-                .map(|deadline| deadline.saturating_duration_since(now))
-        } else {
-            Some(Duration::ZERO)
-        };
         let result = poll.poll(events, timeout);
-        if block {
+        if block.is_some() {
             self.timers.unparked();
         }
         match result {
@@ -288,8 +312,46 @@ impl Driver {
             }
         }
         if !self.timers.is_empty() {
-            self.timers.fire(Instant::now(), wakers);
+            self.timers.fire(self.clock.now(), wakers);
         }
+    }
+
+    /// The holder, its clock paused, about to block: poll without blocking
+    /// (readiness the pool's tasks caused before they slept counts as
+    /// activity), then, if that found nothing, jump the clock to the
+    /// earliest timer if the pool is quiet (`Timers::jump_if_quiet`). True
+    /// if either brought wakers: no wait then. Else the holder blocks with
+    /// no timeout, until an unpark: a wake, an earlier timer, the pool
+    /// becoming quiet (`pool_quiet`), a resume or an advance.
+    fn paused_park(&self, is_quiet: &dyn Fn() -> bool, wakers: &mut Vec<Waker>) -> bool {
+        self.poll(None, wakers);
+        !wakers.is_empty() || self.timers.jump_if_quiet(&self.clock, is_quiet, wakers)
+    }
+
+    /// Pause the pool's clock (`pool::time::pause`); the holder decides its
+    /// wait again. False if it was paused.
+    pub(crate) fn pause_clock(&self) -> bool {
+        let paused = self.clock.pause();
+        self.unpark();
+        paused
+    }
+
+    /// Let the pool's clock run again; false if it was running. The
+    /// holder's wait becomes real time again.
+    pub(crate) fn resume_clock(&self) -> bool {
+        let resumed = self.clock.resume();
+        self.unpark();
+        resumed
+    }
+
+    /// Move the paused clock by `by` and fire the timers due by then into
+    /// `wakers`; false if the clock is running.
+    pub(crate) fn advance_clock(&self, by: Duration, wakers: &mut Vec<Waker>) -> bool {
+        let Some(now) = self.clock.advance(by) else {
+            return false;
+        };
+        self.timers.fire(now, wakers);
+        true
     }
 
     /// The OS poll failed (not interrupted): report it once and shut down,
@@ -319,8 +381,8 @@ impl Park for Driver {
                 .is_ok()
     }
 
-    fn park(&self, wakers: &mut Vec<Waker>) {
-        self.poll(true, wakers);
+    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool) {
+        self.poll(Some(is_quiet), wakers);
     }
 
     #[inline]
@@ -332,6 +394,13 @@ impl Park for Driver {
         // An eventfd write; it fails only if the counter would overflow, and
         // then a wakeup is pending anyway.
         let _ = self.waker.wake();
+    }
+
+    fn pool_quiet(&self) {
+        // A running clock needs nothing: its sleeper's timeout is real.
+        if self.clock.is_paused() {
+            self.unpark();
+        }
     }
 }
 
@@ -349,7 +418,7 @@ mod tests {
 
     #[test]
     fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {
-        let driver = Driver::new().unwrap();
+        let driver = Driver::new(false).unwrap();
         let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let (_token, io) = driver.register(&mut socket).unwrap();
         let deadline = Instant::now() + Duration::from_secs(3600);

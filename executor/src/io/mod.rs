@@ -19,6 +19,7 @@
 //! every stream, feature `tokio-io`.)
 
 mod async_fd;
+mod clock;
 mod driver;
 mod poll_evented;
 mod scheduled_io;

@@ -35,6 +35,11 @@ impl TimerEntry {
         }
     }
 
+    /// The time on the clock of the entry's pool.
+    pub(crate) fn now(&self) -> Instant {
+        self.driver.clock.now()
+    }
+
     /// Is a timer registered?
     pub(crate) fn is_registered(&self) -> bool {
         self.registered.is_some()
@@ -47,10 +52,10 @@ impl TimerEntry {
         }
     }
 
-    /// Ready once `deadline` has passed (or the pool is gone); until then
-    /// the timer is registered with `cx`'s waker.
+    /// Ready once `deadline` (in the pool's time) has passed (or the pool
+    /// is gone); until then the timer is registered with `cx`'s waker.
     pub(crate) fn poll_until(&mut self, deadline: Instant, cx: &mut Context<'_>) -> Poll<()> {
-        if Instant::now() >= deadline || self.driver.is_shut_down() {
+        if self.now() >= deadline || self.driver.is_shut_down() {
             self.cancel();
             return Poll::Ready(());
         }

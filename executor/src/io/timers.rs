@@ -20,7 +20,10 @@
 //!   the insert (and saw it) or the inserter sees the later `parked` value.
 //! * After `shut_down` the store is empty and stays empty: an insert is
 //!   refused and the timer completes at once.
+//! * Deadlines are in the pool's time (`clock.rs`); a paused clock jumps
+//!   (`jump_if_quiet`) only under the store's lock, to the first deadline.
 
+use super::clock::Clock;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -136,6 +139,36 @@ impl Timers {
             None => {
                 inner.parked = Parked::Forever;
                 None
+            }
+        }
+    }
+
+    /// The driver's holder, its clock paused, about to block: if the pool
+    /// `is_quiet` (read under the store's lock, after the holder's poll
+    /// without blocking found nothing), jump `clock` to the earliest
+    /// deadline and move the wakers of the timers due then into `wakers`;
+    /// true if it did. Else the holder blocks until an unpark, and any
+    /// insert unparks it. Under the lock, the jump never passes a deadline
+    /// inserted before it, and an insert after it reads the new time.
+    pub(crate) fn jump_if_quiet(
+        &self,
+        clock: &Clock,
+        is_quiet: &dyn Fn() -> bool,
+        wakers: &mut Vec<Waker>,
+    ) -> bool {
+        let mut inner = self.inner.lock();
+        let first = inner.entries.first_key_value().map(|(key, _)| key.deadline);
+        match first.filter(|_| is_quiet()) {
+            Some(deadline) => {
+                clock.jump_to(deadline);
+                inner.parked = Parked::No;
+                drop(inner);
+                self.fire(clock.now(), wakers);
+                true
+            }
+            None => {
+                inner.parked = Parked::Forever;
+                false
             }
         }
     }

@@ -44,14 +44,17 @@ impl Park for ForwardPark {
     fn try_acquire(&self) -> bool {
         self.0.try_acquire()
     }
-    fn park(&self, wakers: &mut Vec<Waker>) {
-        self.0.park(wakers)
+    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool) {
+        self.0.park(wakers, is_quiet)
     }
     fn release(&self) {
         self.0.release()
     }
     fn unpark(&self) {
         self.0.unpark()
+    }
+    fn pool_quiet(&self) {
+        self.0.pool_quiet()
     }
 }
 

@@ -36,7 +36,7 @@ impl Park for StandInDriver {
             .is_ok()
     }
 
-    fn park(&self, wakers: &mut Vec<Waker>) {
+    fn park(&self, wakers: &mut Vec<Waker>, _is_quiet: &dyn Fn() -> bool) {
         let mut pending = self.pending.lock();
         while !pending.unparked && pending.ready.is_empty() {
             pending = self.condvar.wait(pending);
@@ -53,4 +53,7 @@ impl Park for StandInDriver {
         self.pending.lock().unparked = true;
         self.condvar.notify_one();
     }
+
+    /// No clock here (`clock.rs` models one).
+    fn pool_quiet(&self) {}
 }

@@ -36,6 +36,14 @@ use std::task::{Context, Poll, Wake, Waker};
 pub(crate) enum Signal {
     /// A plain thread, sleeping on its own lock and condvar.
     Thread(ThreadLatch),
+    /// A plain thread in `Pool::block_on`: as `Thread`, and it holds its
+    /// pool's clock while it is awake (`sleep/activity.rs`): it leaves the
+    /// pool's activity when it commits to sleep, and its waker adds it back
+    /// before waking it. Never cached: it keeps its pool alive.
+    PoolThread {
+        latch: ThreadLatch,
+        registry: Arc<Registry>,
+    },
     /// A worker thread, sleeping through its pool's sleep manager.
     Worker {
         latch: CoreLatch,
@@ -45,19 +53,26 @@ pub(crate) enum Signal {
 }
 
 impl Signal {
-    fn for_current_thread() -> Arc<Signal> {
-        Arc::new(match context::worker() {
-            Some(w) => Signal::Worker {
+    /// For this thread; a plain thread in `pool`'s `block_on` holds its
+    /// clock.
+    fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal> {
+        Arc::new(match (context::worker(), pool) {
+            (Some(w), _) => Signal::Worker {
                 latch: CoreLatch::new(),
                 registry: Arc::clone(w.registry()),
                 index: w.index(),
             },
-            None => Signal::Thread(ThreadLatch::new()),
+            (None, Some(registry)) => Signal::PoolThread {
+                latch: ThreadLatch::new(),
+                registry: Arc::clone(registry),
+            },
+            (None, None) => Signal::Thread(ThreadLatch::new()),
         })
     }
 
     /// Was this signal made for the thread's current role? (A worker thread
-    /// stops being one when its main loop ends.)
+    /// stops being one when its main loop ends.) Only a `Thread` or a
+    /// `Worker` signal is cached.
     fn fits_current_thread(&self) -> bool {
         match (self, context::worker()) {
             (Signal::Thread(_), None) => true,
@@ -73,7 +88,7 @@ impl Signal {
 
     fn latch(&self) -> &CoreLatch {
         match self {
-            Signal::Thread(t) => &t.latch,
+            Signal::Thread(t) | Signal::PoolThread { latch: t, .. } => &t.latch,
             Signal::Worker { latch, .. } => latch,
         }
     }
@@ -82,6 +97,9 @@ impl Signal {
     fn wait(&self) {
         match self {
             Signal::Thread(t) => t.wait(),
+            Signal::PoolThread { latch, registry } => {
+                latch.wait_then(|| registry.sleep().release_hold());
+            }
             Signal::Worker { latch, .. } => {
                 let worker = context::worker()
                     .expect("a worker's block_on signal is only waited on by that worker");
@@ -101,6 +119,9 @@ impl Wake for Signal {
     fn wake_by_ref(self: &Arc<Self>) {
         match &**self {
             Signal::Thread(t) => t.set(),
+            Signal::PoolThread { latch, registry } => {
+                latch.set_then(|| registry.sleep().hold());
+            }
             Signal::Worker {
                 latch,
                 registry,
@@ -114,22 +135,40 @@ impl Wake for Signal {
     }
 }
 
-/// Gives the borrowed signal back to the thread's cache, also on a panic.
+/// Gives the borrowed signal back to the thread's cache, also on a panic;
+/// a `PoolThread` signal's thread lets go of its pool's clock instead.
 struct Lend(Option<Arc<Signal>>);
 
 impl Drop for Lend {
     fn drop(&mut self) {
         if let Some(signal) = self.0.take() {
-            context::return_block_on_signal(signal);
+            match &*signal {
+                Signal::PoolThread { registry, .. } => registry.sleep().release_hold(),
+                _ => context::return_block_on_signal(signal),
+            }
         }
     }
 }
 
 /// Run `future` to completion on this thread.
 pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    let signal = context::take_block_on_signal()
-        .filter(|s| s.fits_current_thread())
-        .unwrap_or_else(Signal::for_current_thread);
+    block_on_in(None, future)
+}
+
+/// Run `future` to completion on this thread; on a plain thread, holding
+/// `pool`'s clock while the future is polled or woken
+/// (`sleep/activity.rs`).
+pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) -> F::Output {
+    let signal = match pool.filter(|_| context::worker().is_none()) {
+        Some(registry) => {
+            // Awake from here until the first sleep (or the end).
+            registry.sleep().hold();
+            Signal::for_current_thread(Some(registry))
+        }
+        None => context::take_block_on_signal()
+            .filter(|s| s.fits_current_thread())
+            .unwrap_or_else(|| Signal::for_current_thread(None)),
+    };
     let lend = Lend(Some(Arc::clone(&signal)));
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);

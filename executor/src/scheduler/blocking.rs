@@ -88,6 +88,10 @@ impl BlockingPool {
             cancel(runnable);
             return;
         }
+        // Queued or running, the closure holds a paused clock; its thread
+        // lets go after it ran, that is after its result woke its awaiter
+        // (`sleep/activity.rs`).
+        registry.sleep().hold();
         st.queue.push_back(runnable);
         if st.shutdown {
             return; // shutdown drains the queue
@@ -121,7 +125,10 @@ impl BlockingPool {
                 // leave its handle waiting forever.
                 let runnable = st.queue.pop_back();
                 drop(st);
-                runnable.into_iter().for_each(cancel);
+                if let Some(runnable) = runnable {
+                    cancel(runnable);
+                    registry.sleep().release_hold();
+                }
             }
             Err(_) => {} // a running thread will get to it
         }
@@ -141,6 +148,7 @@ impl BlockingPool {
                 // Panics of the closure are caught inside `TaskFuture`.
                 let id = runnable.metadata().id();
                 context::with_blocking_task(id, || runnable.run());
+                registry.sleep().release_hold();
                 st = self.state.lock();
             }
             if st.shutdown {
@@ -207,10 +215,13 @@ impl BlockingPool {
     }
 
     /// Shutdown, step 3: take every closure that never started.
-    pub(crate) fn drain(&self) -> VecDeque<Runnable> {
+    pub(crate) fn drain(&self, registry: &Registry) -> VecDeque<Runnable> {
         let mut st = self.state.lock();
         st.drained = true;
-        std::mem::take(&mut st.queue)
+        let drained = std::mem::take(&mut st.queue);
+        // They never run: none holds the clock any more.
+        drained.iter().for_each(|_| registry.sleep().release_hold());
+        drained
     }
 }
 

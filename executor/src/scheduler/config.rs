@@ -52,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) trace: Option<PathBuf>,
     /// `Builder::poll_time_histogram`.
     pub(crate) poll_time_histogram: bool,
+    /// `Builder::start_paused`.
+    pub(crate) start_paused: bool,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -80,6 +82,7 @@ impl Config {
             },
             trace: None,
             poll_time_histogram: false,
+            start_paused: false,
             #[cfg(feature = "console")]
             console: None,
             #[cfg(feature = "console")]

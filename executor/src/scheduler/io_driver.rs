@@ -17,8 +17,8 @@ use std::task::Waker;
 
 /// A pool's I/O driver, as the scheduler uses it.
 pub(crate) trait IoDriver: Park + Sized + 'static {
-    /// A driver for a new pool.
-    fn new() -> io::Result<Self>;
+    /// A driver for a new pool, its clock paused if `start_paused`.
+    fn new(start_paused: bool) -> io::Result<Self>;
 
     /// Is there anything a poll could find (a registered source, a pending
     /// timer)? A hint, so that the workers of a pool without I/O never poll.
@@ -38,10 +38,17 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     fn epoll_fd(&self) -> std::os::fd::RawFd;
 
     /// The holder is about to wait elsewhere (in a host runtime) for this
-    /// driver's descriptor: the deadline of its next timer, if any, recorded
-    /// so that a timer inserted earlier than it unparks the driver.
+    /// driver's descriptor: the real instant of its next timer, if any,
+    /// recorded so that a timer inserted earlier than it unparks the driver.
+    /// With the clock paused, as `Park::park` does: a poll without blocking
+    /// and, if the pool `is_quiet`, a jump; what they bring goes into
+    /// `wakers` (the instant is then now), else `None`: wait for an unpark.
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
-    fn park_deadline(&self) -> Option<std::time::Instant>;
+    fn park_deadline(
+        &self,
+        is_quiet: &dyn Fn() -> bool,
+        wakers: &mut Vec<Waker>,
+    ) -> Option<std::time::Instant>;
 
     /// The holder's wait that began with `park_deadline` is over.
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]

@@ -466,6 +466,13 @@ impl Registry {
         !self.injector.is_empty()
     }
 
+    /// The pool's I/O driver as it is: no socket or timer is made with it
+    /// (the pool's clock is read through it).
+    #[inline]
+    pub(crate) fn driver(&self) -> &Arc<Driver> {
+        &self.io
+    }
+
     /// The pool's I/O driver, for a new socket or timer: the first such use
     /// lets a sleeper block in the driver from then on (`Sleep::enable_driver`).
     #[inline]

@@ -111,7 +111,11 @@ fn drop_unfinished_tasks(registry: &Registry) {
     for waker in registry.tasks().close_and_drain() {
         waker.wake();
     }
-    registry.blocking().drain().into_iter().for_each(cancel);
+    registry
+        .blocking()
+        .drain(registry)
+        .into_iter()
+        .for_each(cancel);
     registry.drain_queues();
     registry.shutdown_state().drained();
     registry.drain_queues();

@@ -366,7 +366,14 @@ impl WorkerHost {
             }
             // Recorded before the wait: an earlier timer inserted from now
             // on unparks the driver, which makes the descriptor readable.
-            let deadline = match (io.park_deadline(), epoll) {
+            // With the pool's clock paused, this is where it jumps (when
+            // the pool is quiet): the timers it fired are work.
+            let sleep = self.registry.sleep();
+            let deadline = io.park_deadline(&|| sleep.is_quiet(), wakers);
+            if !wakers.is_empty() {
+                return true;
+            }
+            let deadline = match (deadline, epoll) {
                 (deadline, Some(_)) => deadline,
                 (deadline, None) => {
                     let soon = Instant::now() + DRIVER_FALLBACK_POLL;

@@ -136,7 +136,15 @@ impl ThreadLatch {
 
     /// Any thread: set the latch and wake the owner if it sleeps.
     pub(crate) fn set(&self) {
+        self.set_then(|| ());
+    }
+
+    /// `set`, running `on_sleeping` before it wakes an owner that sleeps
+    /// (a `Pool::block_on` thread is added back to its pool's activity by
+    /// its waker, `activity.rs`).
+    pub(crate) fn set_then(&self, on_sleeping: impl FnOnce()) {
         if self.latch.set() {
+            on_sleeping();
             self.sleep.wake();
         }
     }
@@ -144,12 +152,21 @@ impl ThreadLatch {
     /// Owner: block until the latch is set. Returns at once if it already is.
     #[cold]
     pub(crate) fn wait(&self) {
+        self.wait_then(|| ());
+    }
+
+    /// `wait`, running `on_sleep` each time the owner commits to sleeping,
+    /// under its sleep lock, before it blocks: a setter that sees it
+    /// asleep comes after (it takes that lock to wake it).
+    #[cold]
+    pub(crate) fn wait_then(&self, mut on_sleep: impl FnMut()) {
         while !self.latch.probe() {
             if !self.latch.get_sleepy() {
                 continue;
             }
             let guard = self.sleep.lock();
             if self.latch.fall_asleep() {
+                on_sleep();
                 self.sleep.block(guard);
             }
             self.latch.wake_up();

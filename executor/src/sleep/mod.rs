@@ -23,6 +23,7 @@
 //! | `watcher_park.rs` | `WatcherPark`: where the watcher thread parks while every worker sleeps |
 //! | `deadlock.rs` | `DeadlockDetector`: active and blocked workers, the deadlock handler |
 //! | `inbox.rs` | `Inbox`: work pinned to one worker, posted from other threads; why its wake is not lost |
+//! | `activity.rs` | `Activity`: what of the pool could still make work, so a paused clock knows when it may jump |
 //!
 //! # Invariants
 //!
@@ -53,6 +54,7 @@
 //!   jobs it still sees queued as one more job (`work_found`): their own
 //!   tickles may have counted on it while it was idle.
 
+mod activity;
 pub(crate) mod counters;
 mod deadlock;
 mod inbox;
@@ -61,6 +63,7 @@ mod park;
 mod state;
 mod watcher_park;
 
+pub(crate) use activity::Activity;
 pub(crate) use counters::THREADS_MAX;
 pub(crate) use deadlock::{DeadlockDetector, Handler as DeadlockHandler};
 pub(crate) use inbox::Inbox;
@@ -165,6 +168,9 @@ pub(crate) struct Sleep {
     /// makes sure the watcher is looking (`WatcherPark::worker_woke`), since
     /// the woken worker is about to poll.
     watch_wakes: bool,
+    /// What of the pool is active (`activity.rs`): a worker leaves it when
+    /// it blocks, and is added back by whoever wakes it.
+    activity: Activity,
 }
 
 impl Sleep {
@@ -186,6 +192,7 @@ impl Sleep {
             driver_enabled: AtomicBool::new(false),
             wake_note,
             watch_wakes: false,
+            activity: Activity::new(workers),
         }
     }
 
@@ -224,6 +231,38 @@ impl Sleep {
         if self.watch_wakes {
             self.watcher.worker_woke();
         }
+    }
+
+    /// Something other than a worker becomes active in the pool (a
+    /// blocking closure queued, a `block_on` thread entering or woken):
+    /// a paused clock waits for it (`activity.rs`).
+    #[inline]
+    pub(crate) fn hold(&self) {
+        self.activity.begin();
+    }
+
+    /// What `hold` counted stops being active; if the pool is quiet now,
+    /// the driver is told, so that its sleeper decides again whether a
+    /// paused clock may jump.
+    #[inline]
+    pub(crate) fn release_hold(&self) {
+        if self.activity.end() {
+            if let Some(driver) = &self.driver {
+                driver.pool_quiet();
+            }
+        }
+    }
+
+    /// Is nothing of the pool active? (The paused clock's condition.)
+    pub(crate) fn is_quiet(&self) -> bool {
+        self.activity.is_quiet()
+    }
+
+    /// A blocked worker is woken (by a waker, or by the driver it blocks
+    /// in): active again, and off the sleeping count.
+    fn blocked_sleeper_left(&self) {
+        self.activity.begin();
+        self.sleeper_left();
     }
 
     /// The pool registered its first socket or timer: from now on one
@@ -402,6 +441,12 @@ impl Sleep {
             }
         }
 
+        // Test-only: leave the pool's activity before the final check, so
+        // that a job injected by a poster that went to sleep meanwhile is
+        // not counted; `models/clock.rs` must find the clock jumping early.
+        #[cfg(pool_loom_end_before_final_check)]
+        self.release_hold();
+
         // Fence #2 (the sleeper's). It orders our increment of `sleeping`
         // above before the injector read below, and pairs with fence #1 in
         // `new_injected_jobs`, which orders an injector push before the
@@ -418,6 +463,8 @@ impl Sleep {
         // poster is an awake worker that will run them itself.
         let slept = !has_injected_jobs();
         if !slept {
+            #[cfg(pool_loom_end_before_final_check)]
+            self.activity.begin();
             self.sleeper_left();
         } else {
             sleep_state.count_sleep();
@@ -445,11 +492,17 @@ impl Sleep {
             // A sleeper whose thread hosts a runtime sleeps in it, and the
             // driver's sleeper has the host watch the driver for it.
             let host = host.filter(|h| h.can_block());
+            // No longer active: under our sleep lock, after the final
+            // check, so a poster that injected work before it slept was
+            // seen above, and one that sees us blocked from now on adds us
+            // back when it wakes us (`activity.rs`).
+            #[cfg(not(pool_loom_end_before_final_check))]
+            self.release_hold();
             match (driver.filter(|d| d.try_acquire()), host) {
                 (Some(driver), Some(host)) => {
                     // As in the driver: it may end the sleep itself.
                     sleep_state.block_in_host(is_blocked, host, Some(wakers), before_wait, || {
-                        self.sleeper_left()
+                        self.blocked_sleeper_left()
                     });
                     driver.release();
                 }
@@ -460,9 +513,14 @@ impl Sleep {
                     // The driver may end the sleep itself: it counts that as
                     // a wakeup (`self_wakes`), so that sleeps minus wakeups
                     // stays the sleepers.
-                    sleep_state.block_in_driver(is_blocked, driver, wakers, before_wait, || {
-                        self.sleeper_left();
-                    });
+                    sleep_state.block_in_driver(
+                        is_blocked,
+                        driver,
+                        wakers,
+                        before_wait,
+                        || self.is_quiet(),
+                        || self.blocked_sleeper_left(),
+                    );
                     driver.release();
                 }
                 (None, None) if deadlock.is_none() => sleep_state.block(is_blocked),
@@ -565,7 +623,7 @@ impl Sleep {
 
     fn wake_thread_if(&self, index: usize, which: impl FnOnce(Blocked) -> bool) -> bool {
         self.worker_sleep_states[index].wake_then(self.driver.as_deref(), which, || {
-            self.sleeper_left();
+            self.blocked_sleeper_left();
             if let Some(note) = &self.wake_note {
                 note.waking(index);
             }

@@ -11,7 +11,9 @@
 //! * At most one thread at a time holds the driver: `try_acquire` returning
 //!   true makes the caller the holder until its `release`.
 //! * `park` (holder only) returns after an I/O event or due timer (their
-//!   wakers are pushed into `wakers`), after an `unpark` made by any thread
+//!   wakers are pushed into `wakers`; a timer of a paused clock is due
+//!   only once the clock jumped to it, and it jumps only while `is_quiet`),
+//!   after an `unpark` made by any thread
 //!   since the holder's previous `park` returned (an unpark is never lost,
 //!   even one that comes before `park` is entered), or spuriously.
 
@@ -22,14 +24,22 @@ pub(crate) trait Park: Send + Sync + Debug {
     /// Become the holder; false if another thread holds the driver.
     fn try_acquire(&self) -> bool;
 
-    /// The holder: block until readiness, a due timer, or an unpark.
-    fn park(&self, wakers: &mut Vec<Waker>);
+    /// The holder: block until readiness, a due timer, or an unpark. With
+    /// the pool's clock paused, a due timer is one the clock jumped to:
+    /// the driver may jump only after `is_quiet` returned true, read after
+    /// a poll without blocking found nothing (`activity.rs`).
+    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool);
 
     /// The holder: stop holding the driver.
     fn release(&self);
 
     /// Any thread: make the holder's `park` return (or its next one).
     fn unpark(&self);
+
+    /// Any thread: the pool just became quiet (`Activity::end`). A driver
+    /// whose clock is paused unparks its holder, which decides again
+    /// whether the clock may jump; else nothing.
+    fn pool_quiet(&self);
 }
 
 /// A runtime that a sleeping worker's thread drives while it sleeps, in

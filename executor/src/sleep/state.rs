@@ -144,13 +144,16 @@ impl SleepState {
     /// the second case the owner clears the flag itself, counts a self-wake
     /// and calls `on_self_wake` under its lock, so that no waker also counts
     /// it woken. A park that brings nothing (a timer unpark, a spurious
-    /// return) goes back to blocking. `before_wait` as in `block_after`.
+    /// return) goes back to blocking. `before_wait` as in `block_after`;
+    /// `is_quiet` tells the driver whether a paused clock may jump
+    /// (`Park::park`).
     pub(super) fn block_in_driver(
         &self,
         mut is_blocked: MutexGuard<'_, Asleep>,
         driver: &dyn Park,
         wakers: &mut Vec<Waker>,
         before_wait: impl FnOnce(),
+        is_quiet: impl Fn() -> bool,
         on_self_wake: impl FnOnce(),
     ) {
         debug_assert_eq!(is_blocked.how, Blocked::No);
@@ -158,7 +161,7 @@ impl SleepState {
         drop(is_blocked);
         before_wait();
         loop {
-            driver.park(wakers);
+            driver.park(wakers, &is_quiet);
             let mut is_blocked = self.lock();
             if is_blocked.how == Blocked::No {
                 // A waker took us off the sleeping count and unparked us.

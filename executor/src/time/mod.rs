@@ -1,5 +1,6 @@
 //! Timers on the current pool's driver: [`sleep`], [`sleep_until`],
-//! [`timeout`] and [`interval`].
+//! [`timeout`] and [`interval`], and the pool's clock ([`Instant`]), which
+//! tests can stop ([`pause`], [`advance`], [`Builder::start_paused`]).
 //!
 //! A timer belongs to the pool that is current where it is created (the
 //! same rule as [`spawn`](crate::spawn); the global pool where there is no
@@ -10,6 +11,29 @@
 //! the length of the polls in progress when every worker is busy.
 //!
 //! If the timer's pool is dropped, the timer completes at once.
+//!
+//! # A clock you can stop
+//!
+//! Each pool has a clock, which [`Instant::now`] reads; it is `std`'s time
+//! until the pool's clock is first paused. Paused ([`pause`], or
+//! [`Builder::start_paused`]), it stands still, and moves only by
+//! [`advance`] or by jumping: whenever the pool is quiet (every worker
+//! asleep, no task queued or running, no `Pool::block_on` future being
+//! polled or woken, no [`spawn_blocking`](crate::spawn_blocking) closure
+//! queued or running, no I/O readiness waiting in the driver), the clock
+//! jumps to the earliest timer's deadline and that timer fires. This works
+//! on any number of workers: the pool's sleep protocol knows when it is
+//! quiet (`executor/src/sleep/activity.rs`). Timers fire in deadline
+//! order, and none fires before the work that was running when it came due
+//! has finished.
+//!
+//! What keeps real time: the stall detector, the timeline, the metrics,
+//! the console, and `spawn_blocking` closures (their `std::thread::sleep`
+//! is real). With feature `tokio-compat`, tokio's own clock (its timers,
+//! `tokio::time::Instant`) is not the pool's and is never paused; tokio's
+//! work on the workers does not hold the pool's clock either.
+//!
+//! [`Builder::start_paused`]: crate::Builder::start_paused
 //!
 //! # Examples
 //!
@@ -27,6 +51,22 @@
 //!     assert!(r.is_err());
 //! });
 //! ```
+//!
+//! With the clock paused, an hour passes at once:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! #[pool::test(start_paused = true)]
+//! async fn retries_back_off() {
+//!     let start = pool::time::Instant::now();
+//!     for attempt in 0..4 {
+//!         pool::time::sleep(Duration::from_secs(60 << attempt)).await;
+//!     }
+//!     assert_eq!(start.elapsed(), Duration::from_secs(900));
+//! }
+//! # fn main() { retries_back_off() }
+//! ```
 
 use crate::io::TimerEntry;
 use crate::scheduler::coop;
@@ -36,7 +76,13 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod clock;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use clock::{advance, pause, resume, Instant};
 
 /// A deadline this far away stands for "never" (`Instant` has no maximum).
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
@@ -51,39 +97,41 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// # });
 /// ```
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(deadline_after(duration))
+    let entry = TimerEntry::new();
+    let now = entry.now();
+    let deadline = now
+        .checked_add(duration)
+        .unwrap_or_else(|| now + FAR_FUTURE);
+    Sleep { deadline, entry }
 }
 
-/// Waits until `deadline`.
+/// Waits until `deadline` (a [`pool::time::Instant`](Instant), or `std`'s:
+/// the pool's time is `std`'s until its clock is first paused).
 ///
 /// # Examples
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
+/// use pool::time::Instant;
 /// # pool::block_on(async {
 /// let deadline = Instant::now() + Duration::from_millis(2);
 /// pool::time::sleep_until(deadline).await;
 /// assert!(Instant::now() >= deadline);
 /// # });
 /// ```
-pub fn sleep_until(deadline: Instant) -> Sleep {
+pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
     Sleep {
-        deadline,
+        deadline: deadline.into().into_std(),
         entry: TimerEntry::new(),
     }
-}
-
-fn deadline_after(duration: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(duration)
-        .unwrap_or_else(|| now + FAR_FUTURE)
 }
 
 /// The future of [`sleep`] and [`sleep_until`]. It can be moved between
 /// polls, and [reset](Sleep::reset) to a new deadline.
 #[must_use = "a Sleep does nothing unless awaited"]
 pub struct Sleep {
-    deadline: Instant,
+    /// In the pool's time.
+    deadline: std::time::Instant,
     /// The timer in the current pool's driver (`io/timer_entry.rs`).
     entry: TimerEntry,
 }
@@ -91,12 +139,12 @@ pub struct Sleep {
 impl Sleep {
     /// The instant this sleep completes at.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        Instant::from_std(self.deadline)
     }
 
-    /// Has the deadline passed?
+    /// Has the deadline passed (on its pool's clock)?
     pub fn is_elapsed(&self) -> bool {
-        Instant::now() >= self.deadline
+        self.entry.now() >= self.deadline
     }
 
     /// Complete at `deadline` instead.
@@ -104,16 +152,17 @@ impl Sleep {
     /// # Examples
     ///
     /// ```
-    /// use std::time::{Duration, Instant};
+    /// use std::time::Duration;
+    /// use pool::time::Instant;
     /// # pool::block_on(async {
     /// let mut sleep = pool::time::sleep(Duration::from_secs(3600));
     /// sleep.reset(Instant::now());
     /// sleep.await;
     /// # });
     /// ```
-    pub fn reset(&mut self, deadline: Instant) {
+    pub fn reset(&mut self, deadline: impl Into<Instant>) {
         self.entry.cancel();
-        self.deadline = deadline;
+        self.deadline = deadline.into().into_std();
     }
 }
 
@@ -218,9 +267,13 @@ pub fn interval(period: Duration) -> Interval {
         !period.is_zero(),
         "pool::time::interval: the period must be longer than zero"
     );
+    let entry = TimerEntry::new();
     Interval {
         period,
-        sleep: sleep_until(Instant::now()),
+        sleep: Sleep {
+            deadline: entry.now(),
+            entry,
+        },
     }
 }
 
@@ -242,12 +295,12 @@ impl Interval {
     /// Polls for the next tick.
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         ready!(Pin::new(&mut self.sleep).poll(cx));
-        let due = self.sleep.deadline();
+        let due = self.sleep.deadline;
         let next = due
             .checked_add(self.period)
             .unwrap_or_else(|| due + FAR_FUTURE);
-        self.sleep.reset(next);
-        Poll::Ready(due)
+        self.sleep.reset(Instant::from_std(next));
+        Poll::Ready(Instant::from_std(due))
     }
 
     /// The period between ticks.

@@ -1,0 +1,149 @@
+//! The paused clock on a pool whose driver's sleeper blocks in the driver
+//! itself (no `tokio-compat`; `tests/tests/paused_time.rs` runs the full
+//! set where the workspace turns `tokio-compat` on, and so the sleeper
+//! blocks in its tokio runtime). `.ci/run` runs these with the package's
+//! own features: `cargo test -p pool --lib time::tests`.
+
+use super::{advance, sleep, timeout, Instant};
+use crate::Builder;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Run `f` on a thread of its own; fail if it takes longer than `secs`.
+fn watchdog(what: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
+    let (done, finished) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        f();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => t.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            std::panic::resume_unwind(t.join().unwrap_err())
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: not done after {secs} s"),
+    }
+}
+
+fn paused(workers: usize) -> crate::Pool {
+    Builder::new()
+        .worker_threads(workers)
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_thousand_paused_sleeps_take_no_real_time_and_none_is_early() {
+    watchdog("a thousand paused sleeps", 30, || {
+        let p = paused(4);
+        let real = std::time::Instant::now();
+        p.block_on(async {
+            let start = Instant::now();
+            let handles: Vec<_> = (0..1000u64)
+                .map(|i| {
+                    crate::spawn(async move {
+                        let d = Duration::from_millis(3_600 * (i + 1));
+                        let before = Instant::now();
+                        sleep(d).await;
+                        assert!(before.elapsed() >= d, "sleep {i} ended early");
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.await.unwrap();
+            }
+            assert!(start.elapsed() >= Duration::from_secs(3600));
+        });
+        assert!(
+            real.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            real.elapsed()
+        );
+    });
+}
+
+#[test]
+fn blocking_closures_busy_tasks_and_the_block_on_thread_hold_the_clock() {
+    watchdog("holds", 30, || {
+        let p = paused(2);
+        p.block_on(async {
+            let start = Instant::now();
+            let timer = crate::spawn(sleep(Duration::from_secs(60)));
+            let blocking = crate::spawn_blocking(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                Instant::now()
+            });
+            assert_eq!(blocking.await.unwrap(), start, "a blocking closure");
+            let busy = crate::spawn(async {
+                let real = std::time::Instant::now();
+                while real.elapsed() < Duration::from_millis(50) {
+                    std::hint::spin_loop();
+                }
+                Instant::now()
+            });
+            assert_eq!(busy.await.unwrap(), start, "a busy task");
+            // This future, busy on the block_on thread.
+            let real = std::time::Instant::now();
+            while real.elapsed() < Duration::from_millis(50) {
+                std::hint::spin_loop();
+            }
+            assert_eq!(Instant::now(), start, "the block_on thread");
+            timer.await.unwrap();
+            assert_eq!(start.elapsed(), Duration::from_secs(60));
+        });
+    });
+}
+
+#[test]
+fn loopback_io_completes_inside_paused_timeouts() {
+    watchdog("loopback in paused timeouts", 60, || {
+        let p = paused(2);
+        p.block_on(async {
+            use futures::{AsyncReadExt, AsyncWriteExt};
+            let listener = crate::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = crate::spawn(async move {
+                loop {
+                    let (mut s, _) = listener.accept().await.unwrap();
+                    crate::spawn(async move {
+                        let mut buf = [0u8; 4];
+                        while s.read_exact(&mut buf).await.is_ok() {
+                            s.write_all(&buf).await.unwrap();
+                        }
+                    });
+                }
+            });
+            for i in 0..100u32 {
+                let round_trip = async {
+                    let mut c = crate::net::TcpStream::connect(addr).await.unwrap();
+                    c.write_all(&i.to_le_bytes()).await.unwrap();
+                    let mut back = [0u8; 4];
+                    c.read_exact(&mut back).await.unwrap();
+                    u32::from_le_bytes(back)
+                };
+                let r = timeout(Duration::from_secs(1), round_trip).await;
+                assert_eq!(r, Ok(i), "round trip {i} timed out on the paused clock");
+            }
+            server.abort();
+        });
+    });
+}
+
+#[test]
+fn advance_moves_by_exactly_what_it_is_told() {
+    watchdog("advance", 30, || {
+        let p = paused(2);
+        p.block_on(async {
+            let start = Instant::now();
+            let seven = sleep(Duration::from_secs(7));
+            let task = crate::spawn(async move {
+                seven.await;
+                Instant::now()
+            });
+            advance(Duration::from_secs(10)).await;
+            assert_eq!(start.elapsed(), Duration::from_secs(10));
+            assert_eq!(task.await.unwrap() - start, Duration::from_secs(10));
+        });
+    });
+}
