@@ -1,6 +1,7 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar, one
 //! blocked in a stand-in I/O driver, and one asleep in a stand-in host
-//! runtime), the latches, `block_on` and the inbox of `spawn_local` wakes.
+//! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes and
+//! the jump of a paused clock.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -21,7 +22,7 @@
 //! on), so the fences are what the models check. The protocol has five
 //! seq-cst fences (the poster's, the sleeper's and the finder's in
 //! `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and `scripts/loom`
-//! checks that the models have teeth in six ways (a loom deadlock aborts
+//! checks that the models have teeth in eight ways (a loom deadlock aborts
 //! the process, so each is checked from outside): `--cfg
 //! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
@@ -35,9 +36,12 @@
 //! `spawn_local` task woken from another thread lost (`inbox.rs`); `--cfg
 //! pool_loom_split_host_waker` has a sleeper in a host store its waker
 //! apart from its read of its flag, and loom must find the wake lost
-//! (`host.rs`).
+//! (`host.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
+//! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
+//! must find it missed (a deadlock) or early (`clock.rs`).
 
 mod block_on;
+mod clock;
 mod counters;
 mod driver;
 mod host;
@@ -81,8 +85,23 @@ pub(super) fn model(
     count: &'static AtomicUsize,
     f: impl Fn() + Sync + Send + 'static,
 ) {
+    model_bounded(name, count, usize::MAX, f);
+}
+
+/// `model`, with at most `bound` preemptions whatever
+/// `LOOM_MAX_PREEMPTIONS` says: for a model of three busy threads whose
+/// third preemption multiplies its run time past what CI can spend (each
+/// such model says why its bound is enough).
+pub(super) fn model_bounded(
+    name: &'static str,
+    count: &'static AtomicUsize,
+    bound: usize,
+    f: impl Fn() + Sync + Send + 'static,
+) {
     let explored = Explored::new(name, count);
-    loom::model(move || {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(bound, |b| b.min(bound)));
+    builder.check(move || {
         count.fetch_add(1, Ordering::Relaxed);
         f();
     });

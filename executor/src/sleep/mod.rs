@@ -261,6 +261,11 @@ impl Sleep {
     /// A blocked worker is woken (by a waker, or by the driver it blocks
     /// in): active again, and off the sleeping count.
     fn blocked_sleeper_left(&self) {
+        // Test-only: the woken worker adds itself back when it runs again
+        // (in `sleep`), not its waker now: a paused clock may then jump
+        // between the wake and the woken worker's run, and
+        // `models/clock.rs` must find the job run after the jump.
+        #[cfg(not(pool_loom_sleeper_adds_itself))]
         self.activity.begin();
         self.sleeper_left();
     }
@@ -441,12 +446,6 @@ impl Sleep {
             }
         }
 
-        // Test-only: leave the pool's activity before the final check, so
-        // that a job injected by a poster that went to sleep meanwhile is
-        // not counted; `models/clock.rs` must find the clock jumping early.
-        #[cfg(pool_loom_end_before_final_check)]
-        self.release_hold();
-
         // Fence #2 (the sleeper's). It orders our increment of `sleeping`
         // above before the injector read below, and pairs with fence #1 in
         // `new_injected_jobs`, which orders an injector push before the
@@ -463,8 +462,6 @@ impl Sleep {
         // poster is an awake worker that will run them itself.
         let slept = !has_injected_jobs();
         if !slept {
-            #[cfg(pool_loom_end_before_final_check)]
-            self.activity.begin();
             self.sleeper_left();
         } else {
             sleep_state.count_sleep();
@@ -496,7 +493,6 @@ impl Sleep {
             // check, so a poster that injected work before it slept was
             // seen above, and one that sees us blocked from now on adds us
             // back when it wakes us (`activity.rs`).
-            #[cfg(not(pool_loom_end_before_final_check))]
             self.release_hold();
             match (driver.filter(|d| d.try_acquire()), host) {
                 (Some(driver), Some(host)) => {
@@ -526,6 +522,8 @@ impl Sleep {
                 (None, None) if deadlock.is_none() => sleep_state.block(is_blocked),
                 (None, None) => sleep_state.block_after(is_blocked, before_wait),
             }
+            #[cfg(pool_loom_sleeper_adds_itself)]
+            self.activity.begin();
             if let Some(deadlock) = deadlock {
                 deadlock.worker_awake();
             }

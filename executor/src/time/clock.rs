@@ -217,8 +217,8 @@ pub fn resume() {
 /// use std::time::Duration;
 /// use pool::time::Instant;
 ///
-/// #[pool::test(start_paused = true)]
-/// async fn advances_exactly() {
+/// #[pool::main(start_paused = true)]
+/// async fn main() {
 ///     let start = Instant::now();
 ///     // Its deadline is set now: 10 s from `start`.
 ///     let sleep = pool::time::sleep(Duration::from_secs(10));
@@ -227,7 +227,6 @@ pub fn resume() {
 ///     sleep.await;
 ///     assert_eq!(start.elapsed(), Duration::from_secs(10));
 /// }
-/// # fn main() { advances_exactly() }
 /// ```
 pub async fn advance(by: Duration) {
     let mut wakers = Vec::new();

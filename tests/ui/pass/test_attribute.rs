@@ -12,4 +12,12 @@ async fn returns_result() -> Result<(), pool::JoinError> {
     pool::spawn(async {}).await
 }
 
+#[pool::test(start_paused = true, worker_threads = 4)]
+async fn paused() {
+    pool::time::sleep(std::time::Duration::from_secs(60)).await;
+}
+
+#[pool::test(start_paused = false)]
+async fn running() {}
+
 fn main() {}
