@@ -4,8 +4,11 @@
 //! aborts, kept or dropped handles, `block_on` from outside and from inside
 //! tasks, `spawn_blocking`, `spawn_local` tasks (`!Send`, of the same
 //! kinds), `JoinSet`s (ready, pending and panicking members, joined, then
-//! dropped with the pending ones in them), and a pool drop or
-//! `shutdown_timeout` at a random point. After each program:
+//! dropped with the pending ones in them), sleeps on the pool's clock, and
+//! a pool drop or `shutdown_timeout` at a random point; half the pools
+//! start with their clock paused (`Builder::start_paused`), where the
+//! sleeps are minutes long and must neither end early nor hang the
+//! program. After each program:
 //!
 //! * every future (and blocking closure) was dropped exactly once;
 //! * every kept handle resolved to an outcome its task allows (`Ok` with
@@ -62,6 +65,10 @@ enum Kind {
     Children(u8),
     /// `block_on`s a ready child inside the task (on a worker).
     BlockOnInside,
+    /// Sleeps on the pool's clock: this many minutes on a paused pool,
+    /// this many times 20 us on a running one; a sleep that ends early
+    /// returns a wrong value.
+    Sleep(u8),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +112,8 @@ struct Program {
     workers: usize,
     ops: Vec<Op>,
     end: End,
+    /// The pool starts with its clock paused (`Builder::start_paused`).
+    paused: bool,
 }
 
 struct Rng(u64);
@@ -138,7 +147,7 @@ fn generate(seed: u64) -> Program {
                 keep: r.below(3) != 0,
             },
             0..=5 => Op::Spawn {
-                kind: match r.below(8) {
+                kind: match r.below(9) {
                     0 => Kind::Ready,
                     1 => Kind::Pending,
                     2 => Kind::Yield(1 + r.below(5) as u8),
@@ -146,6 +155,7 @@ fn generate(seed: u64) -> Program {
                     4 => Kind::PanicInPoll,
                     5 => Kind::PanicInDrop,
                     6 => Kind::Children(1 + r.below(4) as u8),
+                    7 => Kind::Sleep(r.below(50) as u8),
                     _ => Kind::BlockOnInside,
                 },
                 keep: r.below(3) != 0,
@@ -166,6 +176,7 @@ fn generate(seed: u64) -> Program {
         } else {
             End::ShutdownTimeout(r.below(3) as u16)
         },
+        paused: r.below(2) == 0,
     }
 }
 
@@ -254,6 +265,7 @@ fn run(program: &Program) -> Result<(), String> {
     let p = Builder::new()
         .worker_threads(program.workers)
         .max_blocking_threads(2)
+        .start_paused(program.paused)
         .build()
         .unwrap();
     let handle = p.handle();
@@ -308,6 +320,23 @@ fn run(program: &Program) -> Result<(), String> {
                             p.spawn(async move {
                                 let _t = t;
                                 rx.await.unwrap_or(value)
+                            }),
+                        )
+                    }
+                    Kind::Sleep(n) => {
+                        let d = if program.paused {
+                            Duration::from_secs(60 * u64::from(n))
+                        } else {
+                            Duration::from_micros(20 * u64::from(n))
+                        };
+                        (
+                            Allowed::Value(value),
+                            p.spawn(async move {
+                                let _t = t;
+                                let before = pool::time::Instant::now();
+                                pool::time::sleep(d).await;
+                                // Early: a value the check refuses.
+                                value + u64::from(before.elapsed() < d)
                             }),
                         )
                     }
