@@ -153,11 +153,15 @@ fn a_sleeper_that_did_not_jump_jumps_when_the_last_blocking_closure_ends() {
         let worker = {
             let sleep = sleep.clone();
             thread::spawn(move || {
-                let latch = CoreLatch::new(); // never set
-                let injector = Queue::new(); // never fed
-                // Two jumps: to the timer inserted below, then to 100.
+                // Never set, never fed: only the jumps end its idle periods,
+                // two of them: to the timer inserted below, then to 100.
+                let latch = CoreLatch::new();
+                let injector = Queue::new();
                 for _ in 0..2 {
-                    assert_eq!(idle_until(&sleep, 0, &latch, &[], &injector), Outcome::Ready);
+                    assert_eq!(
+                        idle_until(&sleep, 0, &latch, &[], &injector),
+                        Outcome::Ready
+                    );
                 }
             })
         };

@@ -489,12 +489,20 @@ impl Sleep {
             // A sleeper whose thread hosts a runtime sleeps in it, and the
             // driver's sleeper has the host watch the driver for it.
             let host = host.filter(|h| h.can_block());
+            let driver = driver.filter(|d| d.try_acquire());
             // No longer active: under our sleep lock, after the final
             // check, so a poster that injected work before it slept was
             // seen above, and one that sees us blocked from now on adds us
-            // back when it wakes us (`activity.rs`).
-            self.release_hold();
-            match (driver.filter(|d| d.try_acquire()), host) {
+            // back when it wakes us (`activity.rs`). If the pool is quiet
+            // now, the driver's sleeper decides whether a paused clock may
+            // jump: told, unless it is us (we decide after this, and read
+            // this end).
+            if self.activity.end() && driver.is_none() {
+                if let Some(driver) = &self.driver {
+                    driver.pool_quiet();
+                }
+            }
+            match (driver, host) {
                 (Some(driver), Some(host)) => {
                     // As in the driver: it may end the sleep itself.
                     sleep_state.block_in_host(is_blocked, host, Some(wakers), before_wait, || {
