@@ -132,6 +132,12 @@ impl hyper::rt::Timer for Timer {
         Box::pin(crate::time::sleep_until(deadline))
     }
 
+    /// The pool's clock, so that hyper's deadlines agree with its sleeps
+    /// when a test pauses it.
+    fn now(&self) -> Instant {
+        crate::time::Instant::now().into_std()
+    }
+
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {
         match sleep.as_mut().downcast_mut_pin::<crate::time::Sleep>() {
             Some(ours) => ours.get_mut().reset(new_deadline),

@@ -26,7 +26,7 @@ mod scope;
 pub use scope::Scope;
 
 use crate::context;
-use crate::scheduler::block_on::block_on;
+use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::{Registry, WorkerThread};
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
@@ -132,7 +132,8 @@ where
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
     let handle = registry.spawn(async move { work() }, std::panic::Location::caller());
-    let outcome = block_on(handle);
+    // Waiting, this thread holds the pool's clock as `Pool::block_on` does.
+    let outcome = block_on_in(Some(registry), handle);
     match result {
         Some(Ok(r)) => r,
         Some(Err(payload)) => resume_unwind(payload),
