@@ -361,7 +361,9 @@ impl Builder {
     /// running, no `block_on` future polled or woken, no `spawn_blocking`
     /// closure running, no I/O readiness waiting), on any number of
     /// workers: an hour of sleeps takes no real time, and none ends early.
-    /// `#[pool::test(start_paused = true)]` builds its pool this way.
+    /// `#[pool::test(start_paused = true)]` builds its pool this way. With
+    /// feature `tokio-compat`, tokio's own clock (`tokio::time`) is not
+    /// paused: see [`pool::time`](crate::time).
     ///
     /// # Examples
     ///

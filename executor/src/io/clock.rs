@@ -82,6 +82,12 @@ impl Clock {
         self.paused.load(Ordering::SeqCst)
     }
 
+    /// `is_paused` as a hint (Relaxed), for the I/O paths' note.
+    #[inline]
+    pub(crate) fn is_paused_hint(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
     /// Stop the clock where it is. False if it was paused already.
     pub(crate) fn pause(&self) -> bool {
         let mut state = self.state.lock();

@@ -38,6 +38,12 @@ use std::time::{Duration, Instant};
 /// Events taken from the OS in one poll.
 const EVENTS_CAPACITY: usize = 1024;
 
+/// How long a paused clock's jump waits for readiness after the pool's
+/// tasks did I/O (`Driver::paused_park`): loopback data is delivered within
+/// the sender's system call, or, on a loaded machine, by `ksoftirqd` soon
+/// after. Paid once per jump that follows I/O, and only if nothing arrives.
+const IO_GRACE: Duration = Duration::from_millis(5);
+
 /// The token of the driver's own waker (the eventfd behind `unpark`).
 const WAKE_TOKEN: Token = Token(usize::MAX);
 
@@ -83,6 +89,9 @@ pub(crate) struct Driver {
     pub(super) timers: Timers,
     /// The pool's time, which the timers' deadlines are in (`clock.rs`).
     pub(crate) clock: Clock,
+    /// The pool's tasks did I/O since the clock last jumped (noted only
+    /// while it is paused; `did_io`).
+    io_since_jump: AtomicBool,
     shut_down: AtomicBool,
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
@@ -112,6 +121,7 @@ impl IoDriver for Driver {
             num_sources: AtomicUsize::new(0),
             timers: Timers::new(),
             clock: Clock::new(start_paused),
+            io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             delivered: AtomicU64::new(0),
         })
@@ -239,7 +249,6 @@ impl Driver {
     /// if that brings nothing and the pool is quiet, the clock jumps to the
     /// earliest timer, which fires instead of the wait (`paused_park`).
     fn poll(&self, block: Option<&dyn Fn() -> bool>, wakers: &mut Vec<Waker>) {
-        debug_assert!(self.held.load(Ordering::Relaxed));
         let timeout = match block {
             None => Some(Duration::ZERO),
             Some(is_quiet) if self.clock.is_paused() => {
@@ -254,10 +263,17 @@ impl Driver {
                 None => None,
             },
         };
+        self.poll_os(timeout, block.is_some(), wakers);
+    }
+
+    /// The holder: one poll of the OS, for up to `timeout`; `parked` if
+    /// the timer store recorded the wait (`Timers::park_until`).
+    fn poll_os(&self, timeout: Option<Duration>, parked: bool, wakers: &mut Vec<Waker>) {
+        debug_assert!(self.held.load(Ordering::Relaxed));
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
         let result = poll.poll(events, timeout);
-        if block.is_some() {
+        if parked {
             self.timers.unparked();
         }
         match result {
@@ -323,9 +339,36 @@ impl Driver {
     /// if either brought wakers: no wait then. Else the holder blocks with
     /// no timeout, until an unpark: a wake, an earlier timer, the pool
     /// becoming quiet (`pool_quiet`), a resume or an advance.
+    ///
+    /// If the pool's tasks did I/O since the last jump, the answer to it may
+    /// still be on its way (loopback data whose delivery the kernel left to
+    /// `ksoftirqd` on a busy machine), so the holder first waits up to
+    /// `IO_GRACE` of real time for readiness: a timeout around a loopback
+    /// request never fires while the answer is in flight.
     fn paused_park(&self, is_quiet: &dyn Fn() -> bool, wakers: &mut Vec<Waker>) -> bool {
-        self.poll(None, wakers);
-        !wakers.is_empty() || self.timers.jump_if_quiet(&self.clock, is_quiet, wakers)
+        self.poll_os(Some(Duration::ZERO), false, wakers);
+        if !wakers.is_empty() {
+            return true;
+        }
+        // Relaxed: the flag was set by a task before its worker (or thread)
+        // left the pool's activity, and `is_quiet` read that with SeqCst.
+        if is_quiet() && self.io_since_jump.swap(false, Ordering::Relaxed) {
+            self.poll_os(Some(IO_GRACE), false, wakers);
+            if !wakers.is_empty() {
+                return true;
+            }
+        }
+        self.timers.jump_if_quiet(&self.clock, is_quiet, wakers)
+    }
+
+    /// A task did I/O on this driver's source (an operation completed, or
+    /// a source was registered): noted while the clock is paused, for
+    /// `paused_park`'s grace.
+    #[inline]
+    pub(crate) fn did_io(&self) {
+        if self.clock.is_paused_hint() {
+            self.io_since_jump.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Pause the pool's clock (`pool::time::pause`); the holder decides its

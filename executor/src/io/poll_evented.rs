@@ -37,6 +37,7 @@ impl<S: Source> PollEvented<S> {
     pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
         let driver = context::io_driver();
         let (token, io) = driver.register(&mut source)?;
+        driver.did_io();
         Ok(PollEvented {
             source,
             token,
@@ -199,6 +200,9 @@ impl<S: Source> PollEvented<S> {
                     if drained(&r) {
                         self.io.clear(event);
                     }
+                    // Its answer may be in flight: a paused clock waits a
+                    // little before it jumps (`Driver::paused_park`).
+                    self.driver.did_io();
                     return Poll::Ready(Ok(r));
                 }
                 Err(e) => return Poll::Ready(Err(e)),

@@ -25,11 +25,16 @@
 //! on any number of workers: the pool's sleep protocol knows when it is
 //! quiet (`executor/src/sleep/activity.rs`). Timers fire in deadline
 //! order, and none fires before the work that was running when it came due
-//! has finished.
+//! has finished. After the pool's tasks did socket or pipe I/O, a jump
+//! first waits up to 5 ms of real time for the answer's readiness, so a
+//! timeout around a loopback request does not fire while the answer is
+//! in flight; I/O with another host, or with a thread outside the pool,
+//! does not hold the clock.
 //!
-//! What keeps real time: the stall detector, the timeline, the metrics,
-//! the console, and `spawn_blocking` closures (their `std::thread::sleep`
-//! is real). With feature `tokio-compat`, tokio's own clock (its timers,
+//! What keeps real time: the stall detector, the timeline, the metrics
+//! and the console (they measure how long polls really take on a CPU: a
+//! paused clock would hide a stuck worker), and `spawn_blocking` closures
+//! (their `std::thread::sleep` is real; a running closure holds the clock). With feature `tokio-compat`, tokio's own clock (its timers,
 //! `tokio::time::Instant`) is not the pool's and is never paused; tokio's
 //! work on the workers does not hold the pool's clock either.
 //!
