@@ -22,6 +22,7 @@
 //! And a timer registered before the jump is never passed: the jump takes
 //! the earliest deadline under the lock the insert takes.
 
+use super::park::Forward;
 use super::sleep::{idle_until, Outcome, Queue};
 use crate::sleep::{CoreLatch, Park, Sleep};
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
@@ -107,28 +108,6 @@ impl Park for StandInClock {
     /// The clock is always paused here.
     fn pool_quiet(&self) {
         self.unpark();
-    }
-}
-
-/// `Sleep` holds a `std::sync::Arc<dyn Park>`; the model keeps a loom `Arc`.
-#[derive(Debug)]
-struct Forward(Arc<StandInClock>);
-
-impl Park for Forward {
-    fn try_acquire(&self) -> bool {
-        self.0.try_acquire()
-    }
-    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool) {
-        self.0.park(wakers, is_quiet)
-    }
-    fn release(&self) {
-        self.0.release()
-    }
-    fn unpark(&self) {
-        self.0.unpark()
-    }
-    fn pool_quiet(&self) {
-        self.0.pool_quiet()
     }
 }
 

@@ -4,7 +4,7 @@
 //! readiness racing a post loses neither and counts the sleeper woken once;
 //! enabling the driver (a pool's first socket) never misses a sleeper.
 
-use super::park::StandInDriver;
+use super::park::{Forward, StandInDriver};
 use super::sleep::{
     after_earlier_work, assert_counters_at_rest, idle_until, idle_until_job, injected_job_model,
     shutdown_model, two_sleepers_model, Outcome, Queue,
@@ -28,34 +28,11 @@ pub(super) fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
 /// the first socket or timer enables it.
 fn with_driver_disabled(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
     let driver = Arc::new(StandInDriver::default());
-    let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(ForwardPark(driver.clone()));
+    let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(Forward(driver.clone()));
     (
         Arc::new(Sleep::new(workers, None, Some(park), None)),
         driver,
     )
-}
-
-/// `Sleep` holds a `std::sync::Arc<dyn Park>`; the model keeps a loom `Arc`
-/// to the same stand-in, to deliver readiness.
-#[derive(Debug)]
-struct ForwardPark(Arc<StandInDriver>);
-
-impl Park for ForwardPark {
-    fn try_acquire(&self) -> bool {
-        self.0.try_acquire()
-    }
-    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool) {
-        self.0.park(wakers, is_quiet)
-    }
-    fn release(&self) {
-        self.0.release()
-    }
-    fn unpark(&self) {
-        self.0.unpark()
-    }
-    fn pool_quiet(&self) {
-        self.0.pool_quiet()
-    }
 }
 
 /// The teeth check runs this model too, with each fence removed.

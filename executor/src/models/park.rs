@@ -6,6 +6,7 @@
 
 use crate::sleep::Park;
 use crate::sync::{AtomicBool, Condvar, Mutex, Ordering};
+use loom::sync::Arc;
 use std::task::Waker;
 
 #[derive(Debug, Default)]
@@ -56,4 +57,27 @@ impl Park for StandInDriver {
 
     /// No clock here (`clock.rs` models one).
     fn pool_quiet(&self) {}
+}
+
+/// `Sleep` holds a `std::sync::Arc<dyn Park>`; a model keeps a loom `Arc`
+/// to the same stand-in (to deliver readiness, to read its clock).
+#[derive(Debug)]
+pub(super) struct Forward<P>(pub(super) Arc<P>);
+
+impl<P: Park> Park for Forward<P> {
+    fn try_acquire(&self) -> bool {
+        self.0.try_acquire()
+    }
+    fn park(&self, wakers: &mut Vec<Waker>, is_quiet: &dyn Fn() -> bool) {
+        self.0.park(wakers, is_quiet)
+    }
+    fn release(&self) {
+        self.0.release()
+    }
+    fn unpark(&self) {
+        self.0.unpark()
+    }
+    fn pool_quiet(&self) {
+        self.0.pool_quiet()
+    }
 }
