@@ -1,7 +1,7 @@
 //! The thread-local cells of plain data: a blocking thread's task, the
 //! outside spawner's shard and ids, the deadlock handler's mark, the
-//! task the console is polling, the timeline tag and the cooperative
-//! budget. They name no type of the
+//! task the console is polling, the pool whose clock a `block_on` thread
+//! holds, the timeline tag and the cooperative budget. They name no type of the
 //! scheduler, so the scheduler's leaves (`coop.rs`, `timeline.rs`) read
 //! them without joining its core (`../context/mod.rs` holds the cells that
 //! name the scheduler's types).
@@ -41,6 +41,12 @@ thread_local! {
     #[cfg(feature = "console")]
     static CONSOLE_POLL: Cell<Option<TaskId>> = const { Cell::new(None) };
 
+    /// The address of the pool whose clock this plain thread holds in an
+    /// enclosing `Pool::block_on` (0: none), so that a nested `block_on` of
+    /// the same pool does not count the thread twice
+    /// (`scheduler/block_on.rs`).
+    static CLOCK_HELD: Cell<usize> = const { Cell::new(0) };
+
     /// The cooperative budget of the task (or `block_on` future) being
     /// polled on this thread: operations left in this poll, or
     /// `coop::UNCONSTRAINED` outside one (`scheduler/coop.rs`).
@@ -59,6 +65,12 @@ pub(crate) fn with_blocking_task<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
     let r = f();
     BLOCKING_TASK.with(|c| c.set(outer));
     r
+}
+
+/// Record that this thread holds the clock of the pool at `pool` (an
+/// address; 0: none) and return what it held before.
+pub(crate) fn replace_clock_held(pool: usize) -> usize {
+    CLOCK_HELD.with(|c| c.replace(pool))
 }
 
 /// The task whose poll a pool serving tokio-console is timing on this

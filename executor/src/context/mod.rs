@@ -43,8 +43,8 @@ mod cells;
 mod current;
 
 pub(crate) use cells::{
-    budget, forbid_in_deadlock_handler, outside_spawn, replace_budget, run_deadlock_handler,
-    set_timeline_tag, spend_budget, timeline_tag, with_blocking_task,
+    budget, forbid_in_deadlock_handler, outside_spawn, replace_budget, replace_clock_held,
+    run_deadlock_handler, set_timeline_tag, spend_budget, timeline_tag, with_blocking_task,
 };
 #[cfg(feature = "console")]
 pub(crate) use cells::{console_poll, with_console_poll};

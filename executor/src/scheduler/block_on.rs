@@ -135,17 +135,47 @@ impl Wake for Signal {
     }
 }
 
-/// Gives the borrowed signal back to the thread's cache, also on a panic;
-/// a `PoolThread` signal's thread lets go of its pool's clock instead.
+/// Gives the borrowed signal back to the thread's cache, also on a panic
+/// (not a `PoolThread` one: it keeps its pool alive).
 struct Lend(Option<Arc<Signal>>);
 
 impl Drop for Lend {
     fn drop(&mut self) {
         if let Some(signal) = self.0.take() {
-            match &*signal {
-                Signal::PoolThread { registry, .. } => registry.sleep().release_hold(),
-                _ => context::return_block_on_signal(signal),
+            if !matches!(&*signal, Signal::PoolThread { .. }) {
+                context::return_block_on_signal(signal);
             }
+        }
+    }
+}
+
+/// A plain thread in `pool`'s `block_on` holds its clock while awake:
+/// from entry to exit (also on a panic), except while it sleeps. A nested
+/// `block_on` of the same pool counts the thread once: its sleeps are the
+/// thread's.
+struct Holding<'a> {
+    registry: &'a Arc<Registry>,
+    /// What the thread held before (`context::replace_clock_held`).
+    outer: usize,
+}
+
+impl<'a> Holding<'a> {
+    fn enter(registry: &'a Arc<Registry>) -> Holding<'a> {
+        let key = Arc::as_ptr(registry) as usize;
+        let outer = context::replace_clock_held(key);
+        if outer != key {
+            // Awake from here until the first sleep (or the end).
+            registry.sleep().hold();
+        }
+        Holding { registry, outer }
+    }
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        let key = context::replace_clock_held(self.outer);
+        if self.outer != key {
+            self.registry.sleep().release_hold();
         }
     }
 }
@@ -159,12 +189,10 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// `pool`'s clock while the future is polled or woken
 /// (`sleep/activity.rs`).
 pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) -> F::Output {
-    let signal = match pool.filter(|_| context::worker().is_none()) {
-        Some(registry) => {
-            // Awake from here until the first sleep (or the end).
-            registry.sleep().hold();
-            Signal::for_current_thread(Some(registry))
-        }
+    let pool = pool.filter(|_| context::worker().is_none());
+    let _holding = pool.map(Holding::enter);
+    let signal = match pool {
+        Some(registry) => Signal::for_current_thread(Some(registry)),
         None => context::take_block_on_signal()
             .filter(|s| s.fits_current_thread())
             .unwrap_or_else(|| Signal::for_current_thread(None)),

@@ -147,3 +147,18 @@ fn advance_moves_by_exactly_what_it_is_told() {
         });
     });
 }
+
+#[test]
+fn a_nested_block_on_of_the_same_pool_lets_the_clock_jump() {
+    watchdog("nested block_on on a paused pool", 30, || {
+        let p = std::sync::Arc::new(paused(2));
+        let inner = p.clone();
+        p.block_on(async move {
+            let start = Instant::now();
+            // The outer future waits in the inner block_on: the thread
+            // sleeps once, and the clock must still jump.
+            inner.block_on(sleep(Duration::from_secs(60)));
+            assert_eq!(start.elapsed(), Duration::from_secs(60));
+        });
+    });
+}
