@@ -9,8 +9,8 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | the cells that name the scheduler's types: the current worker, the entered pool, the pool a blocking or tokio blocking thread serves, `block_on`'s cached signal; `as_outsider`; `task_id` |
-//! | `cells.rs` | the cells of plain data: a blocking thread's task, outside spawns' shard and ids, the deadlock handler's mark, the timeline tag, the cooperative budget |
-//! | `current.rs` | `with_current`, `with_current_worker`, `try_current`, `io_driver`: the current pool, with the global pool's fallback |
+//! | `cells.rs` | the cells of plain data: a blocking thread's task, outside spawns' shard and ids, the deadlock handler's mark, the pool whose clock a `block_on` thread holds, the timeline tag, the cooperative budget |
+//! | `current.rs` | `with_current`, `with_current_worker`, `try_current`, `io_driver`, `with_current_driver`, `in_a_pool`: the current pool, with the global pool's fallback |
 //!
 //! # The current pool
 //!
