@@ -150,12 +150,10 @@ impl IoDriver for Driver {
         is_quiet: &dyn Fn() -> bool,
         wakers: &mut Vec<Waker>,
     ) -> Option<Instant> {
-        if self.clock.is_paused() {
-            return self.paused_park(is_quiet, wakers).then(Instant::now);
+        match self.wait(is_quiet, wakers) {
+            None => Some(Instant::now()),
+            Some(wait) => wait.map(|wait| Instant::now() + wait),
         }
-        let wait = self.clock.real_wait(self.timers.park_until()?);
-        // Paused meanwhile: only an unpark (the pause's) ends the wait.
-        wait.map(|wait| Instant::now() + wait)
     }
 
     fn unparked(&self) {
@@ -249,21 +247,33 @@ impl Driver {
     /// if that brings nothing and the pool is quiet, the clock jumps to the
     /// earliest timer, which fires instead of the wait (`paused_park`).
     fn poll(&self, block: Option<&dyn Fn() -> bool>, wakers: &mut Vec<Waker>) {
-        let timeout = match block {
-            None => Some(Duration::ZERO),
-            Some(is_quiet) if self.clock.is_paused() => {
-                if self.paused_park(is_quiet, wakers) {
-                    return;
+        match block {
+            None => self.poll_os(Some(Duration::ZERO), false, wakers),
+            Some(is_quiet) => {
+                if let Some(wait) = self.wait(is_quiet, wakers) {
+                    self.poll_os(wait, true, wakers);
                 }
-                None
             }
-            Some(_) => match self.timers.park_until() {
-                // Paused meanwhile: the pause unparks us.
-                Some(deadline) => self.clock.real_wait(deadline),
-                None => None,
-            },
-        };
-        self.poll_os(timeout, block.is_some(), wakers);
+        }
+    }
+
+    /// The holder, about to block: how long it may (`Some(None)`: until an
+    /// unpark), recorded for the timer store; or `None` if a paused clock's
+    /// `paused_park` brought work (its wakers are in `wakers`): no wait.
+    fn wait(
+        &self,
+        is_quiet: &dyn Fn() -> bool,
+        wakers: &mut Vec<Waker>,
+    ) -> Option<Option<Duration>> {
+        if self.clock.is_paused() {
+            return (!self.paused_park(is_quiet, wakers)).then_some(None);
+        }
+        // Paused meanwhile: `real_wait` is `None`, and the pause unparks us.
+        Some(
+            self.timers
+                .park_until()
+                .and_then(|deadline| self.clock.real_wait(deadline)),
+        )
     }
 
     /// The holder: one poll of the OS, for up to `timeout`; `parked` if

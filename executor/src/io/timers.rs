@@ -162,8 +162,7 @@ impl Timers {
             Some(deadline) => {
                 clock.jump_to(deadline);
                 inner.parked = Parked::No;
-                drop(inner);
-                self.fire(clock.now(), wakers);
+                self.fire_locked(&mut inner, clock.now(), wakers);
                 true
             }
             None => {
@@ -180,14 +179,18 @@ impl Timers {
 
     /// Move the wakers of every timer due by `now` into `wakers`.
     pub(crate) fn fire(&self, now: Instant, wakers: &mut Vec<Waker>) {
-        let mut inner = self.inner.lock();
+        self.fire_locked(&mut self.inner.lock(), now, wakers);
+    }
+
+    /// `fire`, with the store's lock held.
+    fn fire_locked(&self, inner: &mut Inner, now: Instant, wakers: &mut Vec<Waker>) {
         while let Some(entry) = inner.entries.first_entry() {
             if entry.key().deadline > now {
                 break;
             }
             wakers.push(entry.remove());
         }
-        self.count(&inner);
+        self.count(inner);
     }
 
     fn count(&self, inner: &Inner) {

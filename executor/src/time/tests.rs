@@ -25,6 +25,14 @@ fn watchdog(what: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// Busy for `d` of real time.
+fn spin(d: Duration) {
+    let real = std::time::Instant::now();
+    while real.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
 fn paused(workers: usize) -> crate::Pool {
     Builder::new()
         .worker_threads(workers)
@@ -76,18 +84,12 @@ fn blocking_closures_busy_tasks_and_the_block_on_thread_hold_the_clock() {
             });
             assert_eq!(blocking.await.unwrap(), start, "a blocking closure");
             let busy = crate::spawn(async {
-                let real = std::time::Instant::now();
-                while real.elapsed() < Duration::from_millis(50) {
-                    std::hint::spin_loop();
-                }
+                spin(Duration::from_millis(50));
                 Instant::now()
             });
             assert_eq!(busy.await.unwrap(), start, "a busy task");
             // This future, busy on the block_on thread.
-            let real = std::time::Instant::now();
-            while real.elapsed() < Duration::from_millis(50) {
-                std::hint::spin_loop();
-            }
+            spin(Duration::from_millis(50));
             assert_eq!(Instant::now(), start, "the block_on thread");
             timer.await.unwrap();
             assert_eq!(start.elapsed(), Duration::from_secs(60));
