@@ -105,6 +105,7 @@ pub mod io;
 mod join;
 // 5. The public API.
 mod builder;
+pub mod fs;
 mod handle;
 #[cfg(feature = "hyper")]
 pub mod hyper;

@@ -52,6 +52,8 @@ impl Handle {
     /// | `pool_wakeups_total` | counter | `wakeups` |
     /// | `pool_forced_yields_total` | counter | `forced_yields` |
     /// | `pool_io_events_total` | counter | `io_events` |
+    /// | `pool_fs_ring_ops_total` | counter | `fs_ring_ops` |
+    /// | `pool_fs_blocking_ops_total` | counter | `fs_blocking_ops` |
     /// | `pool_stalls_total` | counter | `stalls` |
     /// | `pool_injector_depth` | gauge | `injector_depth` |
     /// | `pool_blocking_threads` | gauge | `blocking_threads` |
@@ -132,6 +134,18 @@ impl Collector for PoolCollector {
             "pool_io_events",
             "Readiness events the I/O driver delivered",
             m.io_events,
+        )?;
+        counter(
+            e,
+            "pool_fs_ring_ops",
+            "File operations completed on the pool's io_uring",
+            m.fs_ring_ops,
+        )?;
+        counter(
+            e,
+            "pool_fs_blocking_ops",
+            "File operations run on the blocking threads",
+            m.fs_blocking_ops,
         )?;
         counter(
             e,

@@ -30,6 +30,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("join", 4),
     ("inspect", 4),
     ("builder", 5),
+    ("fs", 5),
     ("handle", 5),
     ("hyper", 5),
     ("join_set", 5),

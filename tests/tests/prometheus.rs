@@ -86,6 +86,8 @@ fn the_text_carries_the_contracts_names_types_and_values() {
             ("pool_wakeups", "counter"),
             ("pool_forced_yields", "counter"),
             ("pool_io_events", "counter"),
+            ("pool_fs_ring_ops", "counter"),
+            ("pool_fs_blocking_ops", "counter"),
             ("pool_stalls", "counter"),
             ("pool_injector_depth", "gauge"),
             ("pool_blocking_threads", "gauge"),
@@ -106,6 +108,10 @@ fn the_text_carries_the_contracts_names_types_and_values() {
         assert_eq!(s.value("pool_tasks_spawned_total"), 10.0);
         assert_eq!(s.value("pool_tasks_alive"), 0.0);
         assert_eq!(s.value("pool_polls_total"), m.polls as f64);
+        assert_eq!(
+            s.value("pool_fs_blocking_ops_total"),
+            m.fs_blocking_ops as f64
+        );
         let per_worker: f64 = (0..2)
             .map(|i| s.value(&format!("pool_worker_polls_total{{worker=\"{i}\"}}")))
             .sum();

@@ -24,6 +24,8 @@
 use super::clock::Clock;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use super::timers::Timers;
+#[cfg(target_os = "linux")]
+use super::uring::Ring;
 use crate::scheduler::{DriverBinding, DriverBound, IoDriver};
 use crate::sleep::Park;
 use mio::event::Source;
@@ -46,6 +48,11 @@ const IO_GRACE: Duration = Duration::from_millis(5);
 
 /// The token of the driver's own waker (the eventfd behind `unpark`).
 const WAKE_TOKEN: Token = Token(usize::MAX);
+
+/// The token of the io_uring's descriptor (`uring.rs`), readable while its
+/// completion queue holds entries. Like `WAKE_TOKEN`, its top bit is set,
+/// which no slot's token has.
+const RING_TOKEN: Token = Token(usize::MAX - 1);
 
 /// Bits of a token that index the slot; the rest is its generation.
 const INDEX_BITS: u32 = 24;
@@ -93,6 +100,10 @@ pub(crate) struct Driver {
     /// while it is paused; `did_io`).
     io_since_jump: AtomicBool,
     shut_down: AtomicBool,
+    /// The io_uring of `pool::fs`, made on its first use (`ring`): `None`
+    /// inside if the kernel refused one.
+    #[cfg(target_os = "linux")]
+    ring: std::sync::OnceLock<Option<Arc<Ring>>>,
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
     delivered: AtomicU64,
@@ -123,6 +134,8 @@ impl IoDriver for Driver {
             clock: Clock::new(start_paused),
             io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            ring: std::sync::OnceLock::new(),
             delivered: AtomicU64::new(0),
         })
     }
@@ -130,7 +143,9 @@ impl IoDriver for Driver {
     #[inline]
     fn has_interest(&self) -> bool {
         // Relaxed: a hint; see `Timers::is_empty`.
-        self.num_sources.load(Ordering::Relaxed) != 0 || !self.timers.is_empty()
+        self.num_sources.load(Ordering::Relaxed) != 0
+            || !self.timers.is_empty()
+            || self.ring_in_flight() != 0
     }
 
     fn poll_now(&self, wakers: &mut Vec<Waker>) {
@@ -139,6 +154,13 @@ impl IoDriver for Driver {
 
     fn io_events(&self) -> u64 {
         self.delivered.load(Ordering::Relaxed)
+    }
+
+    fn ring_ops(&self) -> Option<u64> {
+        #[cfg(target_os = "linux")]
+        return self.ring_if_made().map(|r| r.completed() as u64);
+        #[cfg(not(target_os = "linux"))]
+        None
     }
 
     fn epoll_fd(&self) -> std::os::fd::RawFd {
@@ -177,6 +199,43 @@ impl IoDriver for Driver {
 impl Driver {
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// The pool's io_uring, made and put in the epoll set on the first
+    /// call; `None` (for this call and every later one) if the kernel
+    /// refuses one (`Ring::new`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn ring(&self) -> Option<&Arc<Ring>> {
+        self.ring
+            .get_or_init(|| {
+                let ring = Ring::new().ok()?;
+                let fd = ring.fd();
+                self.registry
+                    .register(
+                        &mut mio::unix::SourceFd(&fd),
+                        RING_TOKEN,
+                        Interest::READABLE,
+                    )
+                    .ok()?;
+                Some(Arc::new(ring))
+            })
+            .as_ref()
+    }
+
+    /// The ring, if it was made (a statistic, and the busy workers' hint).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn ring_if_made(&self) -> Option<&Arc<Ring>> {
+        self.ring.get().and_then(Option::as_ref)
+    }
+
+    /// Operations in flight on the ring: while any is, the busy workers
+    /// poll the driver for their completions.
+    #[inline]
+    fn ring_in_flight(&self) -> usize {
+        #[cfg(target_os = "linux")]
+        return self.ring_if_made().map_or(0, |r| r.in_flight());
+        #[cfg(not(target_os = "linux"))]
+        0
     }
 
     /// Register `source` for read and write readiness, edge-triggered.
@@ -301,6 +360,13 @@ impl Driver {
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKE_TOKEN {
+                    continue;
+                }
+                #[cfg(target_os = "linux")]
+                if token == RING_TOKEN {
+                    if let Some(Some(ring)) = self.ring.get() {
+                        ring.reap(wakers);
+                    }
                     continue;
                 }
                 let Some(slot) = sources.slots.get(token.0 & INDEX_MASK) else {

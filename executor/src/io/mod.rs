@@ -16,7 +16,8 @@
 //! loop of every socket, pipe and descriptor operation; `async_fd.rs`,
 //! `Async`; `timers.rs`, the timer store; `timer_entry.rs`, one timer of
 //! it, as `time::Sleep` holds it; `tokio_io.rs`, tokio's I/O traits on
-//! every stream, feature `tokio-io`.)
+//! every stream, feature `tokio-io`; `uring.rs`, the io_uring of
+//! `pool::fs`.)
 
 mod async_fd;
 mod clock;
@@ -27,6 +28,8 @@ mod timer_entry;
 mod timers;
 #[cfg(feature = "tokio-io")]
 mod tokio_io;
+#[cfg(target_os = "linux")]
+pub(crate) mod uring;
 
 pub use async_fd::Async;
 pub(crate) use async_fd::{set_nonblocking, FdSource};

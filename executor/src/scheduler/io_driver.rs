@@ -31,6 +31,10 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// Readiness events delivered to sources so far (`Metrics::io_events`).
     fn io_events(&self) -> u64;
 
+    /// File operations completed on the driver's io_uring so far, if it has
+    /// one (`Metrics::fs_ring_ops`, `fs_engine`).
+    fn ring_ops(&self) -> Option<u64>;
+
     /// The OS poll instance's descriptor: readable while events wait in
     /// it, and after an `unpark` (a host runtime watches it, see
     /// `tokio_compat.rs`).

@@ -115,6 +115,26 @@ pub struct Metrics {
     /// Readiness events the I/O driver delivered to sockets and other
     /// sources (its own wake-ups and timers not counted).
     pub io_events: u64,
+    /// Which engine runs the pool's file operations ([`crate::fs`]):
+    /// `None` until the first one chose.
+    pub fs_engine: Option<FsEngine>,
+    /// File operations completed on the pool's io_uring.
+    pub fs_ring_ops: u64,
+    /// File operations run on the blocking threads (batched; not counted
+    /// in `blocking_queue_depth`).
+    pub fs_blocking_ops: u64,
+}
+
+/// Which engine runs a pool's file operations ([`Metrics::fs_engine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FsEngine {
+    /// The pool's io_uring runs opens, reads, writes, syncs and closes; the
+    /// blocking threads run the rest (metadata, directories).
+    IoUring,
+    /// The blocking threads run every file operation: the kernel gave no
+    /// io_uring, or `POOL_FS=blocking`.
+    Blocking,
 }
 
 /// A snapshot of one worker's counters: see

@@ -13,7 +13,7 @@
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on` and the signal its waker sets |
-//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking` |
+//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, and the batched light jobs of `pool::fs` |
 //! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
 //! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
@@ -59,7 +59,7 @@ mod worker;
 pub(crate) use config::{invalid_input, Config};
 pub(crate) use io_driver::{Binding as DriverBinding, Bound as DriverBound, Driver, IoDriver};
 pub(crate) use job_ref::JobRef;
-pub use metrics::{Metrics, WorkerMetrics};
+pub use metrics::{FsEngine, Metrics, WorkerMetrics};
 pub use poll_times::{Bucket, Histogram};
 pub(crate) use registry::Registry;
 pub(crate) use shutdown::shutdown;

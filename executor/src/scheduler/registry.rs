@@ -318,6 +318,12 @@ impl Registry {
         &self.blocking
     }
 
+    /// Run a light job (one file operation) on the blocking threads,
+    /// batched (`blocking.rs`).
+    pub(crate) fn run_batched(self: &Arc<Self>, job: Box<dyn FnOnce() + Send>) {
+        self.blocking.run_batched(self, job);
+    }
+
     pub(super) fn shutdown_state(&self) -> &ShutdownState {
         &self.shutdown
     }
@@ -513,6 +519,13 @@ impl Registry {
         (m.blocking_threads, m.blocking_queue_depth) = self.blocking.threads_and_queue();
         m.injector_depth = self.injector.len();
         m.io_events = self.io.io_events();
+        m.fs_blocking_ops = self.blocking.light_jobs_run();
+        m.fs_ring_ops = self.io.ring_ops().unwrap_or(0);
+        m.fs_engine = match self.io.ring_ops() {
+            Some(_) => Some(super::FsEngine::IoUring),
+            None if m.fs_blocking_ops > 0 => Some(super::FsEngine::Blocking),
+            None => None,
+        };
         m
     }
 

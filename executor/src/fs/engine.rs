@@ -1,0 +1,184 @@
+//! The two engines every file operation runs on, chosen at run time, and
+//! the primitives the rest of `pool::fs` is written in.
+//!
+//! * **The ring** (`io/uring.rs`): the pool's io_uring, on its driver. A
+//!   data operation (a read, a write, an open, an fsync, a close) is
+//!   submitted from the worker that polls it and, when the page cache
+//!   serves it, completes inside that submission: no thread hand-off.
+//! * **The blocking threads**, batched (`scheduler/blocking.rs`, light
+//!   jobs): everything the ring has no operation for or no gain in (metadata,
+//!   directories, renames: io_uring sends `statx` and its kin to its own
+//!   worker threads anyway), and every operation when the ring is not
+//!   there.
+//!
+//! The ring is used when the kernel gives one (probed once per pool, on its
+//! first file operation) and `POOL_FS` is not `blocking`.
+
+use crate::context;
+use crate::scheduler::Registry;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+#[cfg(target_os = "linux")]
+use crate::io::uring::{Keep, OpId, Ring};
+
+/// `POOL_FS=blocking` (read once per process): never use the ring.
+fn ring_allowed() -> bool {
+    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    *ALLOWED.get_or_init(|| match std::env::var("POOL_FS") {
+        Ok(v) if v.eq_ignore_ascii_case("blocking") => false,
+        Ok(v) if v.is_empty() || v.eq_ignore_ascii_case("auto") => true,
+        Ok(v) => {
+            eprintln!(
+                "pool: POOL_FS={v:?} is not an engine; use `blocking` to keep file \
+                 operations off io_uring, or leave it unset (`auto`)"
+            );
+            true
+        }
+        Err(_) => true,
+    })
+}
+
+/// The engine of one operation: the current pool, and its ring if used.
+pub(super) struct Engine {
+    registry: Arc<Registry>,
+    #[cfg(target_os = "linux")]
+    ring: Option<Arc<Ring>>,
+}
+
+impl Engine {
+    /// The current pool's engine (see `context::with_current`).
+    pub(super) fn current() -> Engine {
+        context::with_current(|registry| Engine {
+            registry: Arc::clone(registry),
+            #[cfg(target_os = "linux")]
+            ring: ring_allowed()
+                .then(|| registry.io_driver().ring().cloned())
+                .flatten(),
+        })
+    }
+
+    /// The pool's ring, if this engine uses it.
+    #[cfg(target_os = "linux")]
+    pub(super) fn ring(&self) -> Option<&Arc<Ring>> {
+        self.ring.as_ref()
+    }
+
+    /// Run `f` on the blocking threads, batched; its panic resumes in the
+    /// awaiting task.
+    pub(super) fn blocking<T, F>(&self, f: F) -> Blocking<T>
+    where
+        F: FnOnce() -> io::Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let hold = ClockHold::new(&self.registry);
+        let (tx, rx) = futures::channel::oneshot::channel();
+        self.registry.run_batched(Box::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            // The owner may be gone (its future dropped): nothing to tell.
+            let _ = tx.send(result);
+        }));
+        Blocking { rx, _hold: hold }
+    }
+
+    /// Submit `entry` on the ring; `Err(keep)` if the ring is full (the
+    /// caller runs the operation on the blocking threads instead).
+    ///
+    /// # Safety
+    ///
+    /// As `Ring::submit`'s: `entry` points only into memory `keep` owns.
+    #[cfg(target_os = "linux")]
+    pub(super) unsafe fn submit(
+        &self,
+        ring: &Arc<Ring>,
+        entry: io_uring::squeue::Entry,
+        keep: Keep,
+    ) -> Result<RingOp, Keep> {
+        let hold = ClockHold::new(&self.registry);
+        let mut wakers = Vec::new();
+        // SAFETY: the caller's contract.
+        let id = unsafe { ring.submit(entry, keep, &mut wakers) }?;
+        // Other operations the submission's reap completed.
+        wakers.into_iter().for_each(std::task::Waker::wake);
+        Ok(RingOp {
+            ring: Arc::clone(ring),
+            id: Some(id),
+            _hold: hold,
+        })
+    }
+}
+
+/// A file operation in flight holds a paused clock, like a blocking closure
+/// (`sleep/activity.rs`): a timeout around a slow read does not fire while
+/// the read is under way. Let go when its future has the answer (on a
+/// worker, which counts itself) or is dropped.
+struct ClockHold(Arc<Registry>);
+
+impl ClockHold {
+    fn new(registry: &Arc<Registry>) -> ClockHold {
+        registry.sleep().hold();
+        ClockHold(Arc::clone(registry))
+    }
+}
+
+impl Drop for ClockHold {
+    fn drop(&mut self) {
+        self.0.sleep().release_hold();
+    }
+}
+
+/// An operation on the blocking threads.
+pub(super) struct Blocking<T> {
+    rx: futures::channel::oneshot::Receiver<std::thread::Result<io::Result<T>>>,
+    _hold: ClockHold,
+}
+
+impl<T> Future for Blocking<T> {
+    type Output = io::Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match std::task::ready!(Pin::new(&mut self.rx).poll(cx)) {
+            Ok(Ok(result)) => Poll::Ready(result),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(futures::channel::oneshot::Canceled) => Poll::Ready(Err(io::Error::other(
+                "pool: the pool shut down before this file operation ran",
+            ))),
+        }
+    }
+}
+
+/// An operation on the ring: its result (a count, or `-errno`) and what it
+/// kept alive for the kernel.
+#[cfg(target_os = "linux")]
+pub(super) struct RingOp {
+    ring: Arc<Ring>,
+    id: Option<OpId>,
+    _hold: ClockHold,
+}
+
+#[cfg(target_os = "linux")]
+impl Future for RingOp {
+    type Output = (i32, Keep);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(i32, Keep)> {
+        let id = self
+            .id
+            .expect("a ring operation is not polled after it completed");
+        let done = std::task::ready!(self.ring.poll_op(id, cx));
+        self.id = None;
+        Poll::Ready(done)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for RingOp {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            // Its memory stays with the ring until the kernel is done.
+            self.ring.abandon(id);
+        }
+    }
+}
