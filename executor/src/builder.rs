@@ -383,6 +383,25 @@ impl Builder {
         self
     }
 
+    /// Let [`pool::fs`](crate::fs) run opens, reads, writes and syncs on
+    /// the pool's io_uring where the kernel gives one (on by default);
+    /// `false` keeps every file operation on the blocking threads, as
+    /// `POOL_FS=blocking` in the environment does for every pool.
+    /// [`Metrics::fs_engine`](crate::Metrics::fs_engine) says which engine
+    /// runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().io_uring(false).build().unwrap();
+    /// pool.block_on(pool::fs::metadata("Cargo.toml")).unwrap();
+    /// assert_eq!(pool.metrics().fs_engine, Some(pool::fs::FsEngine::Blocking));
+    /// ```
+    pub fn io_uring(mut self, enabled: bool) -> Builder {
+        self.config.io_uring = enabled;
+        self
+    }
+
     /// Serve [tokio-console](https://github.com/tokio-rs/console) on
     /// `addr` (feature `console`): `tokio-console http://ADDR` then lists
     /// the pool's tasks (id, spawn location, state, polls, busy, scheduled

@@ -138,7 +138,7 @@ impl Collector for PoolCollector {
         counter(
             e,
             "pool_fs_ring_ops",
-            "File operations completed on the pool's io_uring",
+            "File operations completed on the pool's io_urings",
             m.fs_ring_ops,
         )?;
         counter(

@@ -626,3 +626,56 @@ fn tokio_io_traits_read_write_and_seek_a_file() {
         })
     });
 }
+
+#[test]
+fn a_metadata_walk_pays_a_job_per_chunk_not_per_entry() {
+    let dir = TempDir::new("walk");
+    for i in 0..640 {
+        std::fs::write(dir.join(&format!("f{i:03}")), vec![0u8; i % 7]).unwrap();
+    }
+    watchdog("a metadata walk", 60, move || {
+        let p = pool(2);
+        let before = p.metrics().fs_blocking_ops;
+        let total = p.block_on(async {
+            let mut total = 0;
+            let mut entries = fs::read_dir(&dir.0).await.unwrap();
+            while let Some(e) = entries.next_entry().await.unwrap() {
+                let name = e.file_name().into_string().unwrap();
+                let len = e.metadata().await.unwrap().len();
+                let i: usize = name[1..].parse().unwrap();
+                assert_eq!(
+                    len as usize,
+                    i % 7,
+                    "{name}: metadata read ahead is the entry's own"
+                );
+                total += len;
+            }
+            total
+        });
+        assert_eq!(total, (0..640).map(|i| (i % 7) as u64).sum::<u64>());
+        // The first chunk (64 entries) asks one at a time; the next nine
+        // chunks read their metadata with their entries.
+        let jobs = p.metrics().fs_blocking_ops - before;
+        assert!(
+            jobs < 100,
+            "{jobs} jobs for 640 entries: metadata not read with the chunks"
+        );
+    });
+}
+
+#[test]
+fn io_uring_false_keeps_a_pool_on_the_blocking_threads() {
+    let dir = TempDir::new("no-ring");
+    let p = pool::Builder::new()
+        .worker_threads(1)
+        .io_uring(false)
+        .build()
+        .unwrap();
+    p.block_on(async {
+        fs::write(dir.join("a"), "b").await.unwrap();
+        assert_eq!(fs::read(dir.join("a")).await.unwrap(), b"b");
+    });
+    let m = p.metrics();
+    assert_eq!(m.fs_engine, Some(FsEngine::Blocking));
+    assert_eq!(m.fs_ring_ops, 0);
+}

@@ -1,7 +1,8 @@
 //! The two engines every file operation runs on, chosen at run time, and
 //! the primitives the rest of `pool::fs` is written in.
 //!
-//! * **The ring** (`io/uring.rs`): the pool's io_uring, on its driver. A
+//! * **The ring** (`io/uring.rs`): the submitting worker's io_uring, on
+//!   the pool's driver. A
 //!   data operation (a read, a write, an open, an fsync, a close) is
 //!   submitted from the worker that polls it and, when the page cache
 //!   serves it, completes inside that submission: no thread hand-off.
@@ -12,7 +13,8 @@
 //!   there.
 //!
 //! The ring is used when the kernel gives one (probed once per pool, on its
-//! first file operation) and `POOL_FS` is not `blocking`.
+//! first file operation), `POOL_FS` is not `blocking` and the pool was not
+//! built with `Builder::io_uring(false)`.
 
 use crate::context;
 use crate::scheduler::Registry;
@@ -52,11 +54,15 @@ pub(super) struct Engine {
 impl Engine {
     /// The current pool's engine (see `context::with_current`).
     pub(super) fn current() -> Engine {
-        context::with_current(|registry| Engine {
+        context::with_current_worker(|registry, worker| Engine {
             registry: Arc::clone(registry),
+            // This worker's own ring (see `io/uring.rs`).
             #[cfg(target_os = "linux")]
-            ring: ring_allowed()
-                .then(|| registry.io_driver().ring().cloned())
+            ring: (registry.io_uring_allowed() && ring_allowed())
+                .then(|| {
+                    let worker = worker.map(|w| w.index());
+                    registry.io_driver().ring(worker).cloned()
+                })
                 .flatten(),
         })
     }

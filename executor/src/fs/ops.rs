@@ -253,7 +253,18 @@ pub(super) async fn read_file(engine: &Engine, path: PathBuf) -> io::Result<Vec<
         let file = Arc::new(open(engine, path, options, libc::O_RDONLY, 0).await?);
         let mut buf = Vec::with_capacity(FIRST_READ);
         loop {
-            if buf.capacity() - buf.len() < FIRST_READ / 2 {
+            if buf.len() == buf.capacity() {
+                // Full: a small read first, as std's `read_to_end` does,
+                // so that a file of exactly the buffer's size is not
+                // copied into a buffer twice as large to find its end.
+                let (n, probe) =
+                    read(engine, &file, vec![0; 32], At::Offset(buf.len() as u64)).await;
+                match n {
+                    Ok(0) => break,
+                    Ok(n) => buf.extend_from_slice(&probe[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
                 buf.reserve(buf.capacity().min(MAX_READ));
             }
             let (n, back) = read_spare(engine, &file, buf).await;

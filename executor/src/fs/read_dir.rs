@@ -1,6 +1,10 @@
 //! `ReadDir` and `DirEntry`: a directory's entries, read off the workers a
 //! chunk at a time (one job reads `CHUNK` entries and their file types), as
 //! a `Stream` and with `next_entry`.
+//!
+//! Once an entry's `metadata` is asked for, the following chunks read every
+//! entry's metadata in the same job (a `du`, an `ls -l`, a file server's
+//! index): one thread hand-off per chunk instead of one per entry.
 
 use super::engine::{Blocking, Engine};
 use super::error;
@@ -11,6 +15,7 @@ use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -41,6 +46,9 @@ const CHUNK: usize = 64;
 pub struct ReadDir {
     dir: Arc<Path>,
     state: State,
+    /// Set by a `DirEntry::metadata` that was not read ahead: the next
+    /// chunks read every entry's metadata with it.
+    wants_metadata: Arc<AtomicBool>,
 }
 
 enum State {
@@ -72,6 +80,7 @@ impl ReadDir {
             .map_err(|e| error::at(e, "read directory", path))?;
         Ok(ReadDir {
             dir: path.into(),
+            wants_metadata: Arc::default(),
             state: State::Idle(Some(Chunk {
                 entries: VecDeque::new(),
                 std: Some(std),
@@ -101,14 +110,20 @@ impl ReadDir {
                         return Poll::Ready(Ok(None));
                     };
                     let dir = Arc::clone(&self.dir);
+                    let wants = Arc::clone(&self.wants_metadata);
+                    let with_metadata = wants.load(Ordering::Relaxed);
                     self.state = State::Reading(Engine::current().blocking(move || {
                         for _ in 0..CHUNK {
                             match std.next() {
                                 Some(Ok(entry)) => {
                                     let file_type = entry.file_type().ok();
+                                    let metadata =
+                                        with_metadata.then(|| entry.metadata().ok()).flatten();
                                     c.entries.push_back(Ok(DirEntry {
                                         std: Arc::new(entry),
                                         file_type,
+                                        metadata,
+                                        wants_metadata: Arc::clone(&wants),
                                     }));
                                 }
                                 Some(Err(e)) => {
@@ -152,6 +167,10 @@ pub struct DirEntry {
     /// Read with the entry (from the directory itself on most file
     /// systems, so free).
     file_type: Option<FileType>,
+    /// Read with the entry once its directory's metadata was asked for.
+    metadata: Option<Metadata>,
+    /// Its `ReadDir`'s flag: metadata was asked for.
+    wants_metadata: Arc<AtomicBool>,
 }
 
 impl DirEntry {
@@ -166,7 +185,16 @@ impl DirEntry {
     }
 
     /// The entry's metadata, not following a symbolic link (as std's).
+    ///
+    /// Once one entry's metadata was asked for, the entries read after it
+    /// come with theirs, read with the directory (one hand-off per chunk
+    /// of entries): their metadata is then as of that read, not of this
+    /// call, as std's on Windows.
     pub async fn metadata(&self) -> io::Result<Metadata> {
+        if let Some(m) = &self.metadata {
+            return Ok(m.clone());
+        }
+        self.wants_metadata.store(true, Ordering::Relaxed);
         let std = Arc::clone(&self.std);
         Engine::current()
             .blocking(move || std.metadata())

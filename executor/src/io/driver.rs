@@ -49,10 +49,23 @@ const IO_GRACE: Duration = Duration::from_millis(5);
 /// The token of the driver's own waker (the eventfd behind `unpark`).
 const WAKE_TOKEN: Token = Token(usize::MAX);
 
-/// The token of the io_uring's descriptor (`uring.rs`), readable while its
-/// completion queue holds entries. Like `WAKE_TOKEN`, its top bit is set,
-/// which no slot's token has.
-const RING_TOKEN: Token = Token(usize::MAX - 1);
+/// The io_urings of `pool::fs` (`uring.rs`): one per worker, up to this
+/// many less one, and the last shared by every other thread.
+const RING_SLOTS: usize = 65;
+
+/// The token of ring `slot`'s descriptor, readable while its completion
+/// queue holds entries. Like `WAKE_TOKEN`, its top bit is set, which no
+/// source slot's token has.
+fn ring_token(slot: usize) -> Token {
+    Token(usize::MAX - 1 - slot)
+}
+
+/// The ring slot of `token`, if it is a ring's.
+fn ring_slot(token: Token) -> Option<usize> {
+    (usize::MAX - 1)
+        .checked_sub(token.0)
+        .filter(|&slot| slot < RING_SLOTS)
+}
 
 /// Bits of a token that index the slot; the rest is its generation.
 const INDEX_BITS: u32 = 24;
@@ -82,8 +95,12 @@ struct Sources {
 #[derive(Debug)]
 pub(crate) struct Driver {
     /// The epoll instance's descriptor (owned by `core.poll`): a host
-    /// runtime watches it for a sleeper that holds the driver.
-    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
+    /// runtime watches it for a sleeper that holds the driver; the ring of
+    /// `pool::fs` is armed in it.
+    #[cfg_attr(
+        not(any(feature = "tokio-compat", target_os = "linux")),
+        allow(dead_code)
+    )]
     epoll_fd: std::os::fd::RawFd,
     /// True while a thread holds the driver.
     held: AtomicBool,
@@ -100,10 +117,13 @@ pub(crate) struct Driver {
     /// while it is paused; `did_io`).
     io_since_jump: AtomicBool,
     shut_down: AtomicBool,
-    /// The io_uring of `pool::fs`, made on its first use (`ring`): `None`
-    /// inside if the kernel refused one.
+    /// The io_urings of `pool::fs`, by slot (`RING_SLOTS`), each made on
+    /// its first use (`ring`): `None` inside if the kernel refused one.
     #[cfg(target_os = "linux")]
-    ring: std::sync::OnceLock<Option<Arc<Ring>>>,
+    rings: Box<[std::sync::OnceLock<Option<Arc<Ring>>>]>,
+    /// Operations in flight on the rings, summed.
+    #[cfg(target_os = "linux")]
+    ring_in_flight: Arc<AtomicUsize>,
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
     delivered: AtomicU64,
@@ -135,7 +155,11 @@ impl IoDriver for Driver {
             io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
-            ring: std::sync::OnceLock::new(),
+            rings: (0..RING_SLOTS)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            #[cfg(target_os = "linux")]
+            ring_in_flight: Arc::default(),
             delivered: AtomicU64::new(0),
         })
     }
@@ -158,7 +182,10 @@ impl IoDriver for Driver {
 
     fn ring_ops(&self) -> Option<u64> {
         #[cfg(target_os = "linux")]
-        return self.ring_if_made().map(|r| r.completed() as u64);
+        return self
+            .rings_made()
+            .map(|r| r.completed() as u64)
+            .reduce(|a, b| a + b);
         #[cfg(not(target_os = "linux"))]
         None
     }
@@ -201,39 +228,39 @@ impl Driver {
         self.shut_down.load(Ordering::Acquire)
     }
 
-    /// The pool's io_uring, made and put in the epoll set on the first
+    /// The io_uring of worker `worker` (or, for `None`, of the threads
+    /// that are not workers), made and put in the epoll set on the first
     /// call; `None` (for this call and every later one) if the kernel
     /// refuses one (`Ring::new`).
     #[cfg(target_os = "linux")]
-    pub(crate) fn ring(&self) -> Option<&Arc<Ring>> {
-        self.ring
+    pub(crate) fn ring(&self, worker: Option<usize>) -> Option<&Arc<Ring>> {
+        let slot = worker
+            .filter(|&w| w < RING_SLOTS - 1)
+            .unwrap_or(RING_SLOTS - 1);
+        self.rings[slot]
             .get_or_init(|| {
-                let ring = Ring::new().ok()?;
-                let fd = ring.fd();
-                self.registry
-                    .register(
-                        &mut mio::unix::SourceFd(&fd),
-                        RING_TOKEN,
-                        Interest::READABLE,
-                    )
-                    .ok()?;
-                Some(Arc::new(ring))
+                let token = ring_token(slot).0 as u64;
+                Ring::new(self.epoll_fd, token, Arc::clone(&self.ring_in_flight))
+                    .ok()
+                    .map(Arc::new)
             })
             .as_ref()
     }
 
-    /// The ring, if it was made (a statistic, and the busy workers' hint).
+    /// The rings made so far.
     #[cfg(target_os = "linux")]
-    pub(crate) fn ring_if_made(&self) -> Option<&Arc<Ring>> {
-        self.ring.get().and_then(Option::as_ref)
+    fn rings_made(&self) -> impl Iterator<Item = &Arc<Ring>> {
+        self.rings
+            .iter()
+            .filter_map(|r| r.get().and_then(Option::as_ref))
     }
 
-    /// Operations in flight on the ring: while any is, the busy workers
+    /// Operations in flight on the rings: while any is, the busy workers
     /// poll the driver for their completions.
     #[inline]
     fn ring_in_flight(&self) -> usize {
         #[cfg(target_os = "linux")]
-        return self.ring_if_made().map_or(0, |r| r.in_flight());
+        return self.ring_in_flight.load(Ordering::Relaxed);
         #[cfg(not(target_os = "linux"))]
         0
     }
@@ -363,9 +390,9 @@ impl Driver {
                     continue;
                 }
                 #[cfg(target_os = "linux")]
-                if token == RING_TOKEN {
-                    if let Some(Some(ring)) = self.ring.get() {
-                        ring.reap(wakers);
+                if let Some(slot) = ring_slot(token) {
+                    if let Some(Some(ring)) = self.rings[slot].get() {
+                        ring.reap_fired(wakers);
                     }
                     continue;
                 }

@@ -9,11 +9,12 @@
 //!
 //! Light jobs (one file operation each, `pool::fs`) do not become tasks:
 //! they go onto a queue of their own, `Batch`, which *drainers* empty. A
-//! drainer is one blocking task that runs jobs until the queue stays empty
-//! for `LINGER`, so a burst of small operations, or one task's operations
-//! back to back, pays one thread hand-off rather than one each; a new
-//! drainer starts only while the queue holds more jobs than there are
-//! drainers, up to `MAX_DRAINERS`.
+//! drainer is one blocking task that runs jobs until the queue is empty and,
+//! if no other drainer is lingering, stays empty for `LINGER`; so a burst of
+//! small operations, or one task's operations back to back, pays one thread
+//! hand-off rather than one each. A new drainer starts only while the queue
+//! holds more jobs than there are free drainers, up to `MAX_DRAINERS`
+//! running recent jobs.
 //!
 //! # Invariants
 //!
@@ -73,6 +74,8 @@ struct Batch {
     /// Drainers not running a job (starting, or lingering): each takes a
     /// queued job without a new thread hand-off.
     free: usize,
+    /// A drainer is waiting `LINGER` for the next job.
+    lingering: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -230,9 +233,18 @@ impl BlockingPool {
                 batch.free += 1;
                 continue;
             }
-            drop(batch);
-            let came = self.linger();
-            batch = self.batch.lock();
+            // One drainer lingers at a time: more would spin on the
+            // workers' cores for the same next job.
+            let came = if batch.lingering {
+                false
+            } else {
+                batch.lingering = true;
+                drop(batch);
+                let came = self.linger();
+                batch = self.batch.lock();
+                batch.lingering = false;
+                came
+            };
             if !came && batch.jobs.is_empty() {
                 // Under the lock submitters read `free` under: a job pushed
                 // after this starts a drainer of its own.

@@ -54,6 +54,8 @@ pub(crate) struct Config {
     pub(crate) poll_time_histogram: bool,
     /// `Builder::start_paused`.
     pub(crate) start_paused: bool,
+    /// `Builder::io_uring`: file operations may use the driver's io_uring.
+    pub(crate) io_uring: bool,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -83,6 +85,7 @@ impl Config {
             trace: None,
             poll_time_histogram: false,
             start_paused: false,
+            io_uring: true,
             #[cfg(feature = "console")]
             console: None,
             #[cfg(feature = "console")]

@@ -118,7 +118,7 @@ pub struct Metrics {
     /// Which engine runs the pool's file operations ([`crate::fs`]):
     /// `None` until the first one chose.
     pub fs_engine: Option<FsEngine>,
-    /// File operations completed on the pool's io_uring.
+    /// File operations completed on the pool's io_urings.
     pub fs_ring_ops: u64,
     /// File operations run on the blocking threads (batched; not counted
     /// in `blocking_queue_depth`).

@@ -95,6 +95,8 @@ pub(crate) struct Registry {
     /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
+    /// `Builder::io_uring`: file operations may use the driver's ring.
+    io_uring: bool,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
     console: Option<super::console::Console>,
@@ -227,6 +229,7 @@ impl Registry {
             time_polls: config.poll_time_histogram.then(PollClock::calibrate),
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
+            io_uring: config.io_uring,
             #[cfg(feature = "console")]
             console,
         }
@@ -316,6 +319,11 @@ impl Registry {
 
     pub(super) fn blocking(&self) -> &BlockingPool {
         &self.blocking
+    }
+
+    /// May file operations use the driver's io_uring (`Builder::io_uring`)?
+    pub(crate) fn io_uring_allowed(&self) -> bool {
+        self.io_uring
     }
 
     /// Run a light job (one file operation) on the blocking threads,

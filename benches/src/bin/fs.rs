@@ -1,0 +1,460 @@
+//! `pool::fs` against tokio::fs and std, in one run: each engine of pool's
+//! separately (io_uring where the kernel gives one; the batched blocking
+//! threads, `Builder::io_uring(false)`).
+//!
+//! ```text
+//! cargo run --release -p benches --bin fs [-- --reps N] [--quick] [--dir PATH]
+//! ```
+//!
+//! | workload | what | figure |
+//! |---|---|---|
+//! | `read64k` | 2 000 `fs::read` of one 64 KiB file, one after another | us per read |
+//! | `walk` | `read_dir` of 10 000 files and each entry's `metadata` | ms per walk |
+//! | `pread32` | a 256 MiB file read in 128 KiB positional reads, 32 in flight | ms (GiB/s) |
+//! | `random4k` | 4 096 reads of 4 KiB at random offsets of that file, one at a time | us per read |
+//! | `write1g` | 1 GiB written in 1 MiB writes, then `sync_all` | ms (GiB/s) |
+//! | `storm` | 64 tasks reading files and metadata for 1 s beside a 1 ms ticker | the ticker's worst lateness, ms |
+//!
+//! Every runtime has 2 workers (tokio's multi-thread runtime; pool's
+//! `Pool`). tokio has no positional read: its `pread32` is what a tokio
+//! user writes, `spawn_blocking` of std's `read_at` per read; its
+//! `random4k` is `tokio::fs::File`'s `seek` and `read_exact`. std runs each
+//! workload on one thread, one call at a time. The file data is in the page
+//! cache (the machine has the memory): these measure the engines, not the
+//! device, except `write1g`'s `sync_all`. `--quick` (CI's smoke run) shrinks
+//! every size by 16.
+
+use benches::median;
+use futures_lite::AsyncWriteExt as _;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn usage(problem: &str) -> ! {
+    eprintln!(
+        "fs: {problem}\nusage: fs [--reps N] [--quick] [--dir PATH] [--only WORKLOAD,...]\n\
+         workloads: {}",
+        WORKLOADS.join(", ")
+    );
+    std::process::exit(2)
+}
+
+const WORKLOADS: &[&str] = &["read64k", "walk", "pread32", "random4k", "write1g", "storm"];
+const RUNTIMES: &[&str] = &["pool", "pool-blocking", "tokio", "std"];
+
+/// Sizes, divided by 16 with `--quick`.
+#[derive(Clone, Copy)]
+struct Sizes {
+    reads: usize,
+    files: usize,
+    big: usize,
+    randoms: usize,
+    write: usize,
+    storm: Duration,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Sizes {
+        let d = if quick { 16 } else { 1 };
+        Sizes {
+            reads: 2000 / d,
+            files: 10_000 / d,
+            big: (256 << 20) / d,
+            randoms: 4096 / d,
+            write: (1 << 30) / d,
+            storm: Duration::from_millis(1000 / d as u64),
+        }
+    }
+}
+
+struct Files {
+    dir: PathBuf,
+    small: PathBuf,
+    tree: PathBuf,
+    big: PathBuf,
+    out: PathBuf,
+}
+
+impl Files {
+    fn at(dir: &Path) -> Files {
+        Files {
+            dir: dir.to_path_buf(),
+            small: dir.join("small-64k"),
+            tree: dir.join("tree"),
+            big: dir.join("big"),
+            out: dir.join("out"),
+        }
+    }
+
+    /// Make the files (once: kept between runs of the same sizes).
+    fn make(&self, s: Sizes) {
+        std::fs::create_dir_all(&self.tree).unwrap();
+        std::fs::write(&self.small, vec![7u8; 64 * 1024]).unwrap();
+        let have = std::fs::read_dir(&self.tree).unwrap().count();
+        if have != s.files {
+            std::fs::remove_dir_all(&self.tree).unwrap();
+            std::fs::create_dir_all(&self.tree).unwrap();
+            for i in 0..s.files {
+                std::fs::write(self.tree.join(format!("f{i:05}")), b"x").unwrap();
+            }
+        }
+        if std::fs::metadata(&self.big).map(|m| m.len() as usize).ok() != Some(s.big) {
+            let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+            let f = std::fs::File::create(&self.big).unwrap();
+            for i in 0..s.big / chunk.len() {
+                f.write_all_at(&chunk, (i * chunk.len()) as u64).unwrap();
+            }
+        }
+        // Warm the page cache: every runtime reads the same cached data.
+        let _ = std::fs::read(&self.big).unwrap();
+    }
+}
+
+/// Random offsets (4 KiB aligned) in the big file, the same for everyone.
+fn offsets(s: Sizes) -> Vec<u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..s.randoms)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % (s.big as u64 / 4096)) * 4096
+        })
+        .collect()
+}
+
+/// One measurement: wall milliseconds (for `storm`, the worst lateness).
+fn measure(runtime: &str, workload: &str, f: &Files, s: Sizes) -> f64 {
+    if workload == "write1g" {
+        // Each run writes a new file: truncating the last one's gigabyte
+        // (freeing its blocks) is not what is measured.
+        let _ = std::fs::remove_file(&f.out);
+    }
+    match runtime {
+        "pool" | "pool-blocking" => {
+            let p = pool::Builder::new()
+                .worker_threads(2)
+                .io_uring(runtime == "pool")
+                .build()
+                .unwrap();
+            p.block_on(async {
+                // The ring is made at the first operation: not timed.
+                pool::fs::metadata(&f.small).await.unwrap();
+                pool_workload(workload, f, s).await
+            })
+        }
+        "tokio" => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                tokio::fs::metadata(&f.small).await.unwrap();
+                tokio_workload(workload, f, s).await
+            })
+        }
+        "std" => std_workload(workload, f, s),
+        _ => unreachable!(),
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+    let t = Instant::now();
+    match workload {
+        "read64k" => {
+            for _ in 0..s.reads {
+                assert_eq!(pool::fs::read(&f.small).await.unwrap().len(), 64 * 1024);
+            }
+        }
+        "walk" => {
+            let mut n = 0;
+            let mut rd = pool::fs::read_dir(&f.tree).await.unwrap();
+            while let Some(e) = rd.next_entry().await.unwrap() {
+                n += e.metadata().await.unwrap().len();
+            }
+            assert_eq!(n as usize, s.files);
+        }
+        "pread32" => {
+            let file = Arc::new(pool::fs::File::open(&f.big).await.unwrap());
+            let tasks: Vec<_> = (0..32)
+                .map(|k| {
+                    let file = file.clone();
+                    pool::spawn(async move {
+                        let mut buf = vec![0u8; 128 << 10];
+                        let mut off = k * (128 << 10);
+                        while off < s.big {
+                            let (n, b) = file.read_at(buf, off as u64).await;
+                            assert_eq!(n.unwrap(), 128 << 10);
+                            buf = b;
+                            off += 32 * (128 << 10);
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        }
+        "random4k" => {
+            let file = pool::fs::File::open(&f.big).await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            for off in offsets(s) {
+                let (n, b) = file.read_at(buf, off).await;
+                assert_eq!(n.unwrap(), 4096);
+                buf = b;
+            }
+        }
+        "write1g" => {
+            let mut file = pool::fs::File::create(&f.out).await.unwrap();
+            let chunk = vec![3u8; 1 << 20];
+            for _ in 0..s.write >> 20 {
+                file.write_all(&chunk).await.unwrap();
+            }
+            file.flush().await.unwrap();
+            file.sync_all().await.unwrap();
+        }
+        "storm" => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let stormers: Vec<_> = (0..64)
+                .map(|i| {
+                    let (stop, small, tree) = (stop.clone(), f.small.clone(), f.tree.clone());
+                    pool::spawn(async move {
+                        while !stop.load(Ordering::Relaxed) {
+                            pool::fs::read(&small).await.unwrap();
+                            let name = format!("f{:05}", i % 16);
+                            pool::fs::metadata(tree.join(name)).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            let mut worst = Duration::ZERO;
+            while t.elapsed() < s.storm {
+                let tick = Instant::now();
+                pool::time::sleep(Duration::from_millis(1)).await;
+                worst = worst.max(tick.elapsed().saturating_sub(Duration::from_millis(1)));
+            }
+            stop.store(true, Ordering::Relaxed);
+            for s in stormers {
+                s.await.unwrap();
+            }
+            return worst.as_secs_f64() * 1e3;
+        }
+        _ => unreachable!(),
+    }
+    ms(t)
+}
+
+async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+    let t = Instant::now();
+    match workload {
+        "read64k" => {
+            for _ in 0..s.reads {
+                assert_eq!(tokio::fs::read(&f.small).await.unwrap().len(), 64 * 1024);
+            }
+        }
+        "walk" => {
+            let mut n = 0;
+            let mut rd = tokio::fs::read_dir(&f.tree).await.unwrap();
+            while let Some(e) = rd.next_entry().await.unwrap() {
+                n += e.metadata().await.unwrap().len();
+            }
+            assert_eq!(n as usize, s.files);
+        }
+        "pread32" => {
+            let file = Arc::new(std::fs::File::open(&f.big).unwrap());
+            let tasks: Vec<_> = (0..32)
+                .map(|k| {
+                    let file = file.clone();
+                    tokio::spawn(async move {
+                        let mut buf = vec![0u8; 128 << 10];
+                        let mut off = k * (128 << 10);
+                        while off < s.big {
+                            let file = file.clone();
+                            buf = tokio::task::spawn_blocking(move || {
+                                assert_eq!(file.read_at(&mut buf, off as u64).unwrap(), 128 << 10);
+                                buf
+                            })
+                            .await
+                            .unwrap();
+                            off += 32 * (128 << 10);
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        }
+        "random4k" => {
+            let mut file = tokio::fs::File::open(&f.big).await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            for off in offsets(s) {
+                file.seek(std::io::SeekFrom::Start(off)).await.unwrap();
+                file.read_exact(&mut buf).await.unwrap();
+            }
+        }
+        "write1g" => {
+            let mut file = tokio::fs::File::create(&f.out).await.unwrap();
+            let chunk = vec![3u8; 1 << 20];
+            for _ in 0..s.write >> 20 {
+                file.write_all(&chunk).await.unwrap();
+            }
+            file.flush().await.unwrap();
+            file.sync_all().await.unwrap();
+        }
+        "storm" => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let stormers: Vec<_> = (0..64)
+                .map(|i| {
+                    let (stop, small, tree) = (stop.clone(), f.small.clone(), f.tree.clone());
+                    tokio::spawn(async move {
+                        while !stop.load(Ordering::Relaxed) {
+                            tokio::fs::read(&small).await.unwrap();
+                            let name = format!("f{:05}", i % 16);
+                            tokio::fs::metadata(tree.join(name)).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            let mut worst = Duration::ZERO;
+            while t.elapsed() < s.storm {
+                let tick = Instant::now();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                worst = worst.max(tick.elapsed().saturating_sub(Duration::from_millis(1)));
+            }
+            stop.store(true, Ordering::Relaxed);
+            for s in stormers {
+                s.await.unwrap();
+            }
+            return worst.as_secs_f64() * 1e3;
+        }
+        _ => unreachable!(),
+    }
+    ms(t)
+}
+
+fn std_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+    use std::io::Write;
+    let t = Instant::now();
+    match workload {
+        "read64k" => {
+            for _ in 0..s.reads {
+                assert_eq!(std::fs::read(&f.small).unwrap().len(), 64 * 1024);
+            }
+        }
+        "walk" => {
+            let mut n = 0;
+            for e in std::fs::read_dir(&f.tree).unwrap() {
+                n += e.unwrap().metadata().unwrap().len();
+            }
+            assert_eq!(n as usize, s.files);
+        }
+        "pread32" => {
+            let file = std::fs::File::open(&f.big).unwrap();
+            let mut buf = vec![0u8; 128 << 10];
+            for off in (0..s.big).step_by(128 << 10) {
+                assert_eq!(file.read_at(&mut buf, off as u64).unwrap(), 128 << 10);
+            }
+        }
+        "random4k" => {
+            let file = std::fs::File::open(&f.big).unwrap();
+            let mut buf = vec![0u8; 4096];
+            for off in offsets(s) {
+                file.read_exact_at(&mut buf, off).unwrap();
+            }
+        }
+        "write1g" => {
+            let mut file = std::fs::File::create(&f.out).unwrap();
+            let chunk = vec![3u8; 1 << 20];
+            for _ in 0..s.write >> 20 {
+                file.write_all(&chunk).unwrap();
+            }
+            file.sync_all().unwrap();
+        }
+        "storm" => return f64::NAN, // no timers on a thread of std's
+        _ => unreachable!(),
+    }
+    ms(t)
+}
+
+fn main() {
+    let mut reps = 5;
+    let mut quick = false;
+    let mut dir = std::env::temp_dir().join("pool-fs-bench");
+    let mut only: Vec<String> = WORKLOADS.iter().map(|w| w.to_string()).collect();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--reps" => reps = benches::args::positive(&mut it, "--reps", usage) as usize,
+            "--quick" => quick = true,
+            "--dir" => {
+                dir = it
+                    .next()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| usage("--dir takes a path"))
+            }
+            "--only" => only = benches::args::names(&mut it, "--only", WORKLOADS, usage),
+            other => usage(&format!("unknown argument {other:?}")),
+        }
+    }
+    let s = Sizes::new(quick);
+    let files = Files::at(&dir.join(if quick { "quick" } else { "full" }));
+    std::fs::create_dir_all(&files.dir).unwrap();
+    files.make(s);
+    let engine = {
+        let p = pool::Builder::new().worker_threads(1).build().unwrap();
+        p.block_on(pool::fs::metadata(&files.small)).unwrap();
+        p.metrics().fs_engine
+    };
+    println!(
+        "fs: {} reps{}, pool's engine here: {engine:?} (pool-blocking: Builder::io_uring(false))",
+        reps,
+        if quick { ", --quick sizes" } else { "" }
+    );
+    let mut samples = std::collections::HashMap::<(String, &str), Vec<f64>>::new();
+    for rep in 0..reps {
+        for w in &only {
+            // A different runtime first each rep.
+            for k in 0..RUNTIMES.len() {
+                let r = RUNTIMES[(k + rep) % RUNTIMES.len()];
+                let v = measure(r, w, &files, s);
+                samples.entry((w.clone(), r)).or_default().push(v);
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&files.out);
+    println!(
+        "\n{:<10} {:>12} {:>14} {:>12} {:>12}   {:>10} {:>15} {:>10}",
+        "workload",
+        "pool",
+        "pool-blocking",
+        "tokio",
+        "std",
+        "tokio/pool",
+        "tokio/blocking",
+        "pool/std"
+    );
+    for w in &only {
+        let mut med = |r: &'static str| median(samples.get_mut(&(w.clone(), r)).unwrap());
+        let (p, b, t, st) = (med("pool"), med("pool-blocking"), med("tokio"), med("std"));
+        let unit = if w == "storm" { "ms late" } else { "ms" };
+        println!(
+            "{w:<10} {p:>12.2} {b:>14.2} {t:>12.2} {st:>12.2}   {:>9.2}x {:>14.2}x {:>9.2}x  ({unit}, medians)",
+            t / p,
+            t / b,
+            p / st
+        );
+    }
+    println!(
+        "\ntokio/pool: tokio's time over pool's (above 1: pool is faster); for storm, the \
+         ticker's worst lateness (lower is better)."
+    );
+}
