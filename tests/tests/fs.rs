@@ -679,3 +679,39 @@ fn io_uring_false_keeps_a_pool_on_the_blocking_threads() {
     assert_eq!(m.fs_engine, Some(FsEngine::Blocking));
     assert_eq!(m.fs_ring_ops, 0);
 }
+
+#[test]
+fn a_pool_dropped_with_a_ring_operation_in_flight_shuts_down() {
+    let dir = TempDir::new("drop-in-flight");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let p = pool(2);
+    let engine = p.block_on(async {
+        fs::metadata(&dir.0).await.unwrap();
+        pool::Handle::current().metrics().fs_engine
+    });
+    if engine != Some(FsEngine::IoUring) {
+        // On the blocking threads a FIFO's open blocks its thread until a
+        // reader comes, and a pool's drop waits for its blocking threads,
+        // as with any `spawn_blocking` closure.
+        return;
+    }
+    watchdog(
+        "dropping a pool with a file operation in flight",
+        30,
+        move || {
+            // Waits in the kernel (on one of its io-wq threads) for a reader.
+            let write = p.spawn(fs::write(fifo.clone(), "never read"));
+            std::thread::sleep(Duration::from_millis(50));
+            drop(p); // cancels the task: its operation is abandoned, then the ring closed
+            let e = futures::executor::block_on(write).unwrap_err();
+            assert!(e.is_cancelled(), "{e}");
+            // A reader now finds no writer: the kernel cancelled the open.
+            let mut reader = std::fs::OpenOptions::new();
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut reader, libc::O_NONBLOCK);
+            let mut f = reader.read(true).open(&fifo).unwrap();
+            let mut buf = Vec::new();
+            assert_eq!(std::io::Read::read_to_end(&mut f, &mut buf).unwrap(), 0);
+        },
+    );
+}

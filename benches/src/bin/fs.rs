@@ -13,6 +13,8 @@
 //! | `pread32` | a 256 MiB file read in 128 KiB positional reads, 32 in flight | ms (GiB/s) |
 //! | `random4k` | 4 096 reads of 4 KiB at random offsets of that file, one at a time | us per read |
 //! | `write1g` | 1 GiB written in 1 MiB writes, then `sync_all` | ms (GiB/s) |
+//! | `meta` | 2 000 `fs::metadata` of one file, one after another | us per call |
+//! | `burst` | 2 000 tasks each calling `fs::metadata` at once | ms per burst |
 //! | `storm` | 64 tasks reading files and metadata for 1 s beside a 1 ms ticker | the ticker's worst lateness, ms |
 //!
 //! Every runtime has 2 workers (tokio's multi-thread runtime; pool's
@@ -41,7 +43,9 @@ fn usage(problem: &str) -> ! {
     std::process::exit(2)
 }
 
-const WORKLOADS: &[&str] = &["read64k", "walk", "pread32", "random4k", "write1g", "storm"];
+const WORKLOADS: &[&str] = &[
+    "read64k", "walk", "pread32", "random4k", "write1g", "meta", "burst", "storm",
+];
 const RUNTIMES: &[&str] = &["pool", "pool-blocking", "tokio", "std"];
 
 /// Sizes, divided by 16 with `--quick`.
@@ -126,7 +130,9 @@ fn offsets(s: Sizes) -> Vec<u64> {
 }
 
 /// One measurement: wall milliseconds (for `storm`, the worst lateness).
-fn measure(runtime: &str, workload: &str, f: &Files, s: Sizes) -> f64 {
+/// The async runtimes run the workload in a task on a worker, as a
+/// service's handler runs.
+fn measure(runtime: &str, workload: &str, f: &Arc<Files>, s: Sizes) -> f64 {
     if workload == "write1g" {
         // Each run writes a new file: truncating the last one's gigabyte
         // (freeing its blocks) is not what is measured.
@@ -139,11 +145,13 @@ fn measure(runtime: &str, workload: &str, f: &Files, s: Sizes) -> f64 {
                 .io_uring(runtime == "pool")
                 .build()
                 .unwrap();
-            p.block_on(async {
+            let (w, f) = (workload.to_string(), Arc::clone(f));
+            p.block_on(p.spawn(async move {
                 // The ring is made at the first operation: not timed.
                 pool::fs::metadata(&f.small).await.unwrap();
-                pool_workload(workload, f, s).await
-            })
+                pool_workload(&w, &f, s).await
+            }))
+            .unwrap()
         }
         "tokio" => {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -151,10 +159,12 @@ fn measure(runtime: &str, workload: &str, f: &Files, s: Sizes) -> f64 {
                 .enable_all()
                 .build()
                 .unwrap();
-            rt.block_on(async {
+            let (w, f) = (workload.to_string(), Arc::clone(f));
+            rt.block_on(rt.spawn(async move {
                 tokio::fs::metadata(&f.small).await.unwrap();
-                tokio_workload(workload, f, s).await
-            })
+                tokio_workload(&w, &f, s).await
+            }))
+            .unwrap()
         }
         "std" => std_workload(workload, f, s),
         _ => unreachable!(),
@@ -168,6 +178,19 @@ fn ms(since: Instant) -> f64 {
 async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
     let t = Instant::now();
     match workload {
+        "meta" => {
+            for _ in 0..s.reads {
+                pool::fs::metadata(&f.small).await.unwrap();
+            }
+        }
+        "burst" => {
+            let calls: Vec<_> = (0..s.reads)
+                .map(|_| pool::spawn(pool::fs::metadata(f.small.clone())))
+                .collect();
+            for call in calls {
+                call.await.unwrap().unwrap();
+            }
+        }
         "read64k" => {
             for _ in 0..s.reads {
                 assert_eq!(pool::fs::read(&f.small).await.unwrap().len(), 64 * 1024);
@@ -255,6 +278,19 @@ async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
     let t = Instant::now();
     match workload {
+        "meta" => {
+            for _ in 0..s.reads {
+                tokio::fs::metadata(&f.small).await.unwrap();
+            }
+        }
+        "burst" => {
+            let calls: Vec<_> = (0..s.reads)
+                .map(|_| tokio::spawn(tokio::fs::metadata(f.small.clone())))
+                .collect();
+            for call in calls {
+                call.await.unwrap().unwrap();
+            }
+        }
         "read64k" => {
             for _ in 0..s.reads {
                 assert_eq!(tokio::fs::read(&f.small).await.unwrap().len(), 64 * 1024);
@@ -345,6 +381,11 @@ fn std_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
     use std::io::Write;
     let t = Instant::now();
     match workload {
+        "meta" | "burst" => {
+            for _ in 0..s.reads {
+                std::fs::metadata(&f.small).unwrap();
+            }
+        }
         "read64k" => {
             for _ in 0..s.reads {
                 assert_eq!(std::fs::read(&f.small).unwrap().len(), 64 * 1024);
@@ -406,7 +447,7 @@ fn main() {
         }
     }
     let s = Sizes::new(quick);
-    let files = Files::at(&dir.join(if quick { "quick" } else { "full" }));
+    let files = Arc::new(Files::at(&dir.join(if quick { "quick" } else { "full" })));
     std::fs::create_dir_all(&files.dir).unwrap();
     files.make(s);
     let engine = {
