@@ -64,6 +64,8 @@ mod file;
 mod open_options;
 mod ops;
 mod read_dir;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 pub use crate::scheduler::FsEngine;
 pub use file::File;

@@ -87,7 +87,7 @@ use std::time::Duration;
 
 mod clock;
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 
 pub use clock::{advance, pause, resume, Instant};
 

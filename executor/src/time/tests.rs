@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// Run `f` on a thread of its own; fail if it takes longer than `secs`.
-fn watchdog(what: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
+pub(crate) fn watchdog(what: &str, secs: u64, f: impl FnOnce() + Send + 'static) {
     let (done, finished) = mpsc::channel();
     let t = std::thread::spawn(move || {
         f();
