@@ -171,6 +171,21 @@ fn measure(runtime: &str, workload: &str, f: &Arc<Files>, s: Sizes) -> f64 {
     }
 }
 
+/// A 1 ms ticker until `for_` after `start`: its worst lateness.
+async fn worst_lateness<F: std::future::Future>(
+    start: Instant,
+    for_: Duration,
+    sleep: impl Fn(Duration) -> F,
+) -> Duration {
+    let mut worst = Duration::ZERO;
+    while start.elapsed() < for_ {
+        let tick = Instant::now();
+        sleep(Duration::from_millis(1)).await;
+        worst = worst.max(tick.elapsed().saturating_sub(Duration::from_millis(1)));
+    }
+    worst
+}
+
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
@@ -257,12 +272,7 @@ async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
                     })
                 })
                 .collect();
-            let mut worst = Duration::ZERO;
-            while t.elapsed() < s.storm {
-                let tick = Instant::now();
-                pool::time::sleep(Duration::from_millis(1)).await;
-                worst = worst.max(tick.elapsed().saturating_sub(Duration::from_millis(1)));
-            }
+            let worst = worst_lateness(t, s.storm, pool::time::sleep).await;
             stop.store(true, Ordering::Relaxed);
             for s in stormers {
                 s.await.unwrap();
@@ -360,12 +370,7 @@ async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
                     })
                 })
                 .collect();
-            let mut worst = Duration::ZERO;
-            while t.elapsed() < s.storm {
-                let tick = Instant::now();
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                worst = worst.max(tick.elapsed().saturating_sub(Duration::from_millis(1)));
-            }
+            let worst = worst_lateness(t, s.storm, tokio::time::sleep).await;
             stop.store(true, Ordering::Relaxed);
             for s in stormers {
                 s.await.unwrap();

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use futures::lock::Mutex;
 use std::fmt;
 use std::fs::File as StdFile;
-use std::io::{self, Seek, SeekFrom};
+use std::io::{self, SeekFrom};
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -218,10 +218,7 @@ impl Inner {
         if let State::Idle(Some(buf)) = &mut self.state {
             let ahead = buf.discard_unread();
             if ahead > 0 {
-                let std = Arc::clone(std);
-                Engine::current()
-                    .blocking(move || (&*std).seek(SeekFrom::Current(-ahead)))
-                    .await?;
+                ops::seek(&Engine::current(), std, SeekFrom::Current(-ahead)).await?;
             }
         }
         match self.last_write_err.take() {
@@ -275,7 +272,7 @@ impl File {
         }
         let std = Arc::clone(std);
         inner.state = State::Busy(Box::pin(async move {
-            let result = Engine::current().blocking(move || (&*std).seek(pos)).await;
+            let result = ops::seek(&Engine::current(), &std, pos).await;
             (Operation::Seek(result), buf)
         }));
     }
@@ -359,10 +356,7 @@ impl futures::io::AsyncWrite for File {
                     inner.state = State::Busy(Box::pin(async move {
                         let engine = Engine::current();
                         if back > 0 {
-                            let s = Arc::clone(&std);
-                            let moved = engine
-                                .blocking(move || (&*s).seek(SeekFrom::Current(-back)))
-                                .await;
+                            let moved = ops::seek(&engine, &std, SeekFrom::Current(-back)).await;
                             if let Err(e) = moved {
                                 buf.data.clear();
                                 return (Operation::Write(Err(e)), buf);

@@ -196,6 +196,18 @@ fn write_std(file: &StdFile, buf: &[u8], at: At) -> io::Result<usize> {
     }
 }
 
+/// Move `file`'s cursor (on the blocking threads: io_uring has no seek).
+pub(super) async fn seek(
+    engine: &Engine,
+    file: &Arc<StdFile>,
+    pos: std::io::SeekFrom,
+) -> io::Result<u64> {
+    let file = Arc::clone(file);
+    engine
+        .blocking(move || std::io::Seek::seek(&mut &*file, pos))
+        .await
+}
+
 /// `fsync` (or `fdatasync` when `data_only`).
 pub(super) async fn sync(engine: &Engine, file: &Arc<StdFile>, data_only: bool) -> io::Result<()> {
     #[cfg(target_os = "linux")]

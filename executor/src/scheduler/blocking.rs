@@ -37,7 +37,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread;
@@ -69,8 +69,6 @@ struct Batch {
     jobs: VecDeque<Job>,
     /// The drainers, by slot (a drainer keeps its slot while it lives).
     slots: Vec<Drainer>,
-    /// Drainers alive (`slots` not vacant).
-    live: usize,
     /// Drainers not running a job (starting, or lingering): each takes a
     /// queued job without a new thread hand-off.
     free: usize,
@@ -89,7 +87,6 @@ enum Drainer {
 impl Batch {
     /// A new drainer's slot, counted free.
     fn add_drainer(&mut self) -> usize {
-        self.live += 1;
         self.free += 1;
         match self.slots.iter().position(|d| *d == Drainer::Vacant) {
             Some(i) => {
@@ -107,7 +104,6 @@ impl Batch {
     fn remove_drainer(&mut self, me: usize) {
         debug_assert!(self.slots[me] == Drainer::Free);
         self.slots[me] = Drainer::Vacant;
-        self.live -= 1;
         self.free -= 1;
     }
 
@@ -152,7 +148,7 @@ pub(crate) struct BlockingPool {
     /// Set by `begin_shutdown`: drainers stop, dropping their jobs.
     closing: AtomicBool,
     /// Light jobs run so far (`Metrics::fs_blocking_ops`).
-    light_jobs_run: std::sync::atomic::AtomicU64,
+    light_jobs_run: AtomicU64,
 }
 
 impl BlockingPool {
@@ -171,7 +167,7 @@ impl BlockingPool {
             batch: Mutex::new(Batch::default()),
             batch_len: AtomicUsize::new(0),
             closing: AtomicBool::new(false),
-            light_jobs_run: std::sync::atomic::AtomicU64::new(0),
+            light_jobs_run: AtomicU64::new(0),
         }
     }
 
@@ -188,7 +184,7 @@ impl BlockingPool {
         if batch.jobs.len() <= batch.free {
             return; // a free drainer (starting or lingering) takes it
         }
-        if batch.live >= MAX_DRAINERS && batch.running() >= MAX_DRAINERS {
+        if batch.running() >= MAX_DRAINERS {
             return; // the busy drainers get to it soon
         }
         let me = batch.add_drainer();

@@ -328,7 +328,7 @@ impl Registry {
 
     /// Run a light job (one file operation) on the blocking threads,
     /// batched (`blocking.rs`).
-    pub(crate) fn run_batched(self: &Arc<Self>, job: Box<dyn FnOnce() + Send>) {
+    pub(crate) fn run_batched(self: &Arc<Self>, job: super::blocking::Job) {
         self.blocking.run_batched(self, job);
     }
 
@@ -528,8 +528,9 @@ impl Registry {
         m.injector_depth = self.injector.len();
         m.io_events = self.io.io_events();
         m.fs_blocking_ops = self.blocking.light_jobs_run();
-        m.fs_ring_ops = self.io.ring_ops().unwrap_or(0);
-        m.fs_engine = match self.io.ring_ops() {
+        let ring_ops = self.io.ring_ops();
+        m.fs_ring_ops = ring_ops.unwrap_or(0);
+        m.fs_engine = match ring_ops {
             Some(_) => Some(super::FsEngine::IoUring),
             None if m.fs_blocking_ops > 0 => Some(super::FsEngine::Blocking),
             None => None,
