@@ -334,10 +334,15 @@ impl Driver {
     /// earliest timer, which fires instead of the wait (`paused_park`).
     fn poll(&self, block: Option<&dyn Fn() -> bool>, wakers: &mut Vec<Waker>) {
         match block {
-            None => self.poll_os(Some(Duration::ZERO), false, wakers),
+            None => {
+                // An unpark this takes had nobody to wake: while we hold the
+                // driver, no sleeper blocks in it.
+                let _ = self.poll_os(Some(Duration::ZERO), false, wakers);
+            }
             Some(is_quiet) => {
                 if let Some(wait) = self.wait(is_quiet, wakers) {
-                    self.poll_os(wait, true, wakers);
+                    // The last poll of this park: it returns either way.
+                    let _ = self.poll_os(wait, true, wakers);
                 }
             }
         }
@@ -345,7 +350,8 @@ impl Driver {
 
     /// The holder, about to block: how long it may (`Some(None)`: until an
     /// unpark), recorded for the timer store; or `None` if a paused clock's
-    /// `paused_park` brought work (its wakers are in `wakers`): no wait.
+    /// `paused_park` brought work (its wakers are in `wakers`) or took an
+    /// unpark: no wait.
     fn wait(
         &self,
         is_quiet: &dyn Fn() -> bool,
@@ -363,8 +369,11 @@ impl Driver {
     }
 
     /// The holder: one poll of the OS, for up to `timeout`; `parked` if
-    /// the timer store recorded the wait (`Timers::park_until`).
-    fn poll_os(&self, timeout: Option<Duration>, parked: bool, wakers: &mut Vec<Waker>) {
+    /// the timer store recorded the wait (`Timers::park_until`). True if
+    /// the poll took an `unpark` (the eventfd's edge): it is then spent, so
+    /// a caller that would poll again must return instead (`paused_park`).
+    #[must_use = "an unpark this poll took is spent: the park must end"]
+    fn poll_os(&self, timeout: Option<Duration>, parked: bool, wakers: &mut Vec<Waker>) -> bool {
         debug_assert!(self.held.load(Ordering::Relaxed));
         let mut core = self.core.lock();
         let Core { poll, events } = &mut *core;
@@ -378,15 +387,18 @@ impl Driver {
             Err(e) => {
                 drop(core);
                 self.fail(&e, wakers);
-                return;
+                // Shut down: the park ends (and is never taken again).
+                return true;
             }
         }
+        let mut unparked = false;
         if !events.is_empty() {
             let sources = self.sources.lock();
             let mut delivered = 0;
             for event in events.iter() {
                 let token = event.token();
                 if token == WAKE_TOKEN {
+                    unparked = true;
                     continue;
                 }
                 #[cfg(target_os = "linux")]
@@ -433,6 +445,7 @@ impl Driver {
         if !self.timers.is_empty() {
             self.timers.fire(self.clock.now(), wakers);
         }
+        unparked
     }
 
     /// The holder, its clock paused, about to block: poll without blocking
@@ -448,16 +461,26 @@ impl Driver {
     /// `ksoftirqd` on a busy machine), so the holder first waits up to
     /// `IO_GRACE` of real time for readiness: a timeout around a loopback
     /// request never fires while the answer is in flight.
+    ///
+    /// An unpark that either poll takes ends the park there (true, maybe
+    /// with no wakers): its edge is spent, so the blocking poll that would
+    /// follow could sleep through the wake it brought (a worker's
+    /// termination latch, a task's waker), and the sleeper would never
+    /// look at its flag again. Its caller decides again, as after any
+    /// spurious return. (A grace that an unpark cut short is owed to the
+    /// next park.)
     fn paused_park(&self, is_quiet: &dyn Fn() -> bool, wakers: &mut Vec<Waker>) -> bool {
-        self.poll_os(Some(Duration::ZERO), false, wakers);
-        if !wakers.is_empty() {
+        if self.poll_os(Some(Duration::ZERO), false, wakers) || !wakers.is_empty() {
             return true;
         }
         // Relaxed: the flag was set by a task before its worker (or thread)
         // left the pool's activity, and `is_quiet` read that with SeqCst.
         if is_quiet() && self.io_since_jump.swap(false, Ordering::Relaxed) {
-            self.poll_os(Some(IO_GRACE), false, wakers);
-            if !wakers.is_empty() {
+            let unparked = self.poll_os(Some(IO_GRACE), false, wakers);
+            if unparked && wakers.is_empty() {
+                self.io_since_jump.store(true, Ordering::Relaxed);
+            }
+            if unparked || !wakers.is_empty() {
                 return true;
             }
         }
@@ -561,6 +584,60 @@ pub(crate) fn shut_down_error() -> io::Error {
 mod tests {
     use super::*;
     use crate::io::timers::Inserted;
+    use crate::time::tests::watchdog;
+
+    /// A paused driver that nothing can wake but an unpark: no sources, no
+    /// timers, a quiet pool. Its holder parks on a thread of its own; the
+    /// unpark comes before the park begins (`None`) or `unpark_after` it.
+    fn park_paused_until_unparked(
+        what: &'static str,
+        did_io: bool,
+        unpark_after: Option<Duration>,
+    ) {
+        let driver = Arc::new(Driver::new(true).unwrap());
+        assert!(driver.try_acquire());
+        if did_io {
+            driver.did_io();
+        }
+        if unpark_after.is_none() {
+            Park::unpark(&*driver);
+        }
+        let holder = {
+            let driver = Arc::clone(&driver);
+            std::thread::spawn(move || {
+                let mut wakers = Vec::new();
+                Park::park(&*driver, &mut wakers, &|| true);
+                assert!(wakers.is_empty(), "nothing was ready");
+            })
+        };
+        if let Some(after) = unpark_after {
+            std::thread::sleep(after);
+            Park::unpark(&*driver);
+        }
+        watchdog(what, 10, move || holder.join().unwrap());
+    }
+
+    #[test]
+    fn a_paused_park_ends_on_an_unpark_its_first_poll_takes() {
+        // The unpark is made before the holder polls without blocking: that
+        // poll takes the eventfd's edge, and the park must end there rather
+        // than block with no timeout.
+        park_paused_until_unparked("an unpark before the paused park", false, None);
+    }
+
+    #[test]
+    fn a_paused_park_ends_on_an_unpark_during_its_io_grace() {
+        // After I/O the quiet holder waits `IO_GRACE` (5 ms) for readiness;
+        // an unpark 2 ms in lands inside that wait (or, on a slow machine,
+        // before or after it, which must end the park as well).
+        for _ in 0..3 {
+            park_paused_until_unparked(
+                "an unpark during the paused park's grace",
+                true,
+                Some(Duration::from_millis(2)),
+            );
+        }
+    }
 
     #[test]
     fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {
