@@ -584,7 +584,6 @@ pub(crate) fn shut_down_error() -> io::Error {
 mod tests {
     use super::*;
     use crate::io::timers::Inserted;
-    use crate::time::tests::watchdog;
 
     /// A paused driver that nothing can wake but an unpark: no sources, no
     /// timers, a quiet pool. Its holder parks on a thread of its own; the
@@ -602,19 +601,25 @@ mod tests {
         if unpark_after.is_none() {
             Park::unpark(&*driver);
         }
-        let holder = {
+        let (done, parked) = std::sync::mpsc::channel();
+        {
             let driver = Arc::clone(&driver);
             std::thread::spawn(move || {
                 let mut wakers = Vec::new();
                 Park::park(&*driver, &mut wakers, &|| true);
-                assert!(wakers.is_empty(), "nothing was ready");
-            })
-        };
+                let _ = done.send(wakers.len());
+            });
+        }
         if let Some(after) = unpark_after {
             std::thread::sleep(after);
             Park::unpark(&*driver);
         }
-        watchdog(what, 10, move || holder.join().unwrap());
+        // A park that sleeps through the unpark never ends: fail, not hang
+        // (its thread is left blocked in `epoll_wait`).
+        match parked.recv_timeout(Duration::from_secs(10)) {
+            Ok(woken) => assert_eq!(woken, 0, "{what}: nothing was ready"),
+            Err(e) => panic!("{what}: the park did not end on the unpark ({e})"),
+        }
     }
 
     #[test]
