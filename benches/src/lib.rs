@@ -8,6 +8,7 @@ pub use tests::alloc;
 pub mod args;
 pub mod exec;
 pub mod load;
+pub mod trace;
 pub mod workloads;
 
 /// CPU time (user + system) used so far by this process, all threads.

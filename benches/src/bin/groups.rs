@@ -19,11 +19,22 @@
 //! ```text
 //! cargo build --release -p benches --bin groups
 //! target/release/groups [--rounds N] [--only fairness,fairness_per_worker,join_set,spawn_local] [--quick]
+//!     [--trace DIR]
 //! ```
+//!
+//! `--trace DIR` records each fairness round of `pool` in a timeline
+//! (`Builder::trace`, `DIR/fairness-<hot>hot-<round>.json`) and prints where
+//! its light pings waited: each ping by what the worker that served it was
+//! doing when the client sent it (polling a hot task, polling a light one,
+//! asleep, or awake between polls), with its round trips' p50 and p99 and
+//! how many of the round's slowest 1% fell there. Tracing costs the pool a
+//! little; compare such rounds with each other, not with untraced ones.
 
+use benches::trace::What;
 use futures_lite::{AsyncReadExt as _, AsyncWriteExt as _};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -42,6 +53,8 @@ struct Args {
     rounds: usize,
     only: Option<Vec<String>>,
     fairness_secs: f64,
+    /// `--trace DIR`: record the pool's fairness rounds (see the top).
+    trace: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -49,6 +62,7 @@ fn args() -> Args {
         rounds: 5,
         only: None,
         fairness_secs: 2.0,
+        trace: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -63,6 +77,14 @@ fn args() -> Args {
                         .collect(),
                 )
             }
+            "--trace" => {
+                let dir = PathBuf::from(it.next().expect("--trace DIR"));
+                if let Err(e) = std::fs::create_dir_all(&dir) {
+                    eprintln!("--trace {}: cannot create the folder: {e}", dir.display());
+                    std::process::exit(2);
+                }
+                a.trace = Some(dir);
+            }
             "--quick" => {
                 a.rounds = 1;
                 a.fairness_secs = 0.5;
@@ -70,7 +92,7 @@ fn args() -> Args {
             "--bench" => {}
             other => {
                 eprintln!(
-                    "unknown argument {other:?}\nusage: groups [--rounds N] [--only fairness,fairness_per_worker,join_set,spawn_local] [--quick]"
+                    "unknown argument {other:?}\nusage: groups [--rounds N] [--only fairness,fairness_per_worker,join_set,spawn_local] [--quick] [--trace DIR]"
                 );
                 std::process::exit(2);
             }
@@ -140,15 +162,31 @@ impl Server {
 }
 
 /// Start `server` on a loopback port; returns its address and a guard that
-/// stops it when dropped.
-fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
+/// stops it when dropped. A pool records its timeline to `trace`, if given,
+/// and then also returns a clock marker: the id of a task and the
+/// `Instant` its one poll began at, which the timeline holds on its own
+/// clock (`explain_pings`).
+fn start_server(
+    server: Server,
+    trace: Option<&Path>,
+) -> (SocketAddr, Box<dyn Send>, Option<(u64, Instant)>) {
     let (tx, rx) = std::sync::mpsc::channel();
     match server {
         Server::Pool | Server::PoolUnbudgeted => {
-            let p = pool::Builder::new()
-                .worker_threads(WORKERS)
-                .build()
-                .unwrap();
+            let mut builder = pool::Builder::new().worker_threads(WORKERS);
+            if let Some(path) = trace {
+                builder = builder.trace(path);
+            }
+            let p = builder.build().unwrap();
+            let marker = trace.map(|_| {
+                let task = p.spawn(async { Instant::now() });
+                let id = task
+                    .id()
+                    .to_string()
+                    .parse()
+                    .expect("a task id is a number");
+                (id, p.block_on(task).expect("the marker task returns"))
+            });
             let unbudgeted = server == Server::PoolUnbudgeted;
             p.spawn(async move {
                 let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -166,7 +204,7 @@ fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
                     });
                 }
             });
-            (rx.recv().unwrap(), Box::new(p))
+            (rx.recv().unwrap(), Box::new(p), marker)
         }
         Server::Tokio => {
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -183,7 +221,7 @@ fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
                     tokio::spawn(async move { serve_connection!(stream, |f| f) });
                 }
             });
-            (rx.recv().unwrap(), Box::new(rt))
+            (rx.recv().unwrap(), Box::new(rt), None)
         }
     }
 }
@@ -194,8 +232,12 @@ fn start_server(server: Server) -> (SocketAddr, Box<dyn Send>) {
 /// with its hot task never yielding, a pool whose other worker sleeps on
 /// its condvar has nobody in the I/O driver, `executor/src/sleep/README.md`,
 /// "the sleeper in the driver"). On the other servers that is a failure.
-fn fairness_round(server: Server, secs: f64, hot: usize) -> Option<Vec<f64>> {
-    let (addr, guard) = start_server(server);
+/// With `trace`, the pool records its timeline there, and the round's pings
+/// are explained against it (`explain_pings`).
+fn fairness_round(server: Server, secs: f64, hot: usize, trace: Option<&Path>) -> Option<Vec<f64>> {
+    // The pings' clock (the timeline's is matched to it by the marker).
+    let t_ref = Instant::now();
+    let (addr, guard, marker) = start_server(server, trace);
     let stop = Arc::new(AtomicBool::new(false));
     let hot: Vec<_> = (0..hot)
         .map(|_| {
@@ -225,6 +267,9 @@ fn fairness_round(server: Server, secs: f64, hot: usize) -> Option<Vec<f64>> {
     // Let the hot connection get going.
     std::thread::sleep(Duration::from_millis(100));
     let mut latencies = Vec::new();
+    // (send, receive) of each ping, in us from `t_ref`, when traced.
+    let mut pings: Vec<(f64, f64)> = Vec::new();
+    let us = |t: Instant| t.duration_since(t_ref).as_secs_f64() * 1e6;
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut byte = [7u8; 1];
     let mut starved = false;
@@ -241,14 +286,23 @@ fn fairness_round(server: Server, secs: f64, hot: usize) -> Option<Vec<f64>> {
                 starved = true;
                 break 'round;
             }
-            latencies.push(t0.elapsed().as_secs_f64() * 1e6);
+            let t1 = Instant::now();
+            latencies.push(t1.duration_since(t0).as_secs_f64() * 1e6);
+            if trace.is_some() {
+                pings.push((us(t0), us(t1)));
+            }
         }
     }
     stop.store(true, Ordering::Relaxed);
     drop(lights);
     drop(guard); // closes the server's sockets: the hot writers' writes fail
+    let hot_tasks = hot.len();
     for h in hot {
         h.join().unwrap();
+    }
+    if let (Some(path), Some((task, at))) = (trace, marker) {
+        // The pool was dropped with `guard`: its timeline is written.
+        explain_pings(path, &pings, hot_tasks, (task, us(at)));
     }
     latencies.sort_by(f64::total_cmp);
     (!starved).then_some(latencies)
@@ -267,9 +321,14 @@ fn fairness(a: &Args, hot: usize) {
     let mut p99 = vec![Vec::new(); servers.len()];
     let mut count = vec![Vec::new(); servers.len()];
     let mut starved = vec![0; servers.len()];
-    for _ in 0..a.rounds {
+    for round in 0..a.rounds {
         for (i, &s) in servers.iter().enumerate() {
-            let Some(l) = fairness_round(s, a.fairness_secs, hot) else {
+            let trace = a
+                .trace
+                .as_ref()
+                .filter(|_| s == Server::Pool)
+                .map(|dir| dir.join(format!("fairness-{hot}hot-{round}.json")));
+            let Some(l) = fairness_round(s, a.fairness_secs, hot, trace.as_deref()) else {
                 starved[i] += 1;
                 continue;
             };
@@ -310,6 +369,98 @@ fn fairness(a: &Args, hot: usize) {
             median(&mut p50[i]),
             m99,
             m99 / tokio_p99
+        );
+    }
+}
+
+/// Where a traced round's light pings waited: each ping is matched to the
+/// poll of a light task that served it (the last one that began before its
+/// echo came back), and counted by what that poll's worker was doing when
+/// the client sent the ping. The hot tasks are the `hot` most-polled ones.
+/// `marker`: a task whose one poll began at this ping-clock time; the
+/// pings are moved onto the timeline's clock by it.
+fn explain_pings(path: &Path, pings: &[(f64, f64)], hot: usize, marker: (u64, f64)) {
+    let timeline = benches::trace::Timeline::read(path);
+    let Some((_, marked)) = timeline
+        .polls()
+        .find(|(_, s)| s.what == What::Poll(marker.0))
+    else {
+        println!(
+            "  traced {}: the clock marker's poll is not in it",
+            path.display()
+        );
+        return;
+    };
+    let offset = marker.1 - marked.start;
+    let pings: Vec<(f64, f64)> = pings
+        .iter()
+        .map(|&(s, r)| (s - offset, r - offset))
+        .collect();
+    let mut counts = std::collections::HashMap::<u64, usize>::new();
+    for (_, span) in timeline.polls() {
+        if let What::Poll(task) = span.what {
+            *counts.entry(task).or_default() += 1;
+        }
+    }
+    let mut by_polls: Vec<(u64, usize)> = counts.into_iter().collect();
+    by_polls.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    let hot_tasks: Vec<u64> = by_polls.iter().take(hot).map(|&(t, _)| t).collect();
+    // The light polls, by start.
+    let mut light: Vec<(f64, usize)> = timeline
+        .polls()
+        .filter(|(_, s)| !matches!(s.what, What::Poll(t) if hot_tasks.contains(&t)))
+        .map(|(w, s)| (s.start, w))
+        .collect();
+    light.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut rtts: Vec<f64> = pings.iter().map(|(s, r)| r - s).collect();
+    rtts.sort_by(f64::total_cmp);
+    let slow = percentile(&rtts, 0.99);
+    const STATES: [&str; 5] = [
+        "polling a hot task",
+        "polling a light task",
+        "asleep",
+        "awake between polls",
+        "no poll found",
+    ];
+    let mut by_state: Vec<Vec<f64>> = vec![Vec::new(); STATES.len()];
+    for &(send, recv) in &pings {
+        // The serving poll began after the send and before the echo was
+        // read: the last such poll (an earlier one may have read nothing).
+        let first = light.partition_point(|&(t, _)| t < send);
+        let last = light.partition_point(|&(t, _)| t <= recv);
+        let state = match light[first..last].last() {
+            None => 4,
+            Some(&(_, worker)) => match timeline.at(worker, send).map(|s| s.what) {
+                Some(What::Poll(t)) if hot_tasks.contains(&t) => 0,
+                Some(What::Poll(_)) => 1,
+                Some(What::Sleep) => 2,
+                _ => 3,
+            },
+        };
+        by_state[state].push(recv - send);
+    }
+    println!(
+        "  traced {} ({} pings, round p99 {slow:.1} us):",
+        path.display(),
+        pings.len()
+    );
+    println!(
+        "    {:<32} {:>8} {:>10} {:>10} {:>12}",
+        "serving worker at the send", "pings", "p50 us", "p99 us", ">= round p99"
+    );
+    for (state, mut v) in STATES.iter().zip(by_state) {
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        let tail = v.iter().filter(|&&x| x >= slow).count();
+        println!(
+            "    {:<32} {:>8} {:>10.1} {:>10.1} {:>12}",
+            state,
+            v.len(),
+            percentile(&v, 0.5),
+            percentile(&v, 0.99),
+            tail
         );
     }
 }
