@@ -28,6 +28,9 @@ pub struct Span {
 #[derive(Debug)]
 pub struct Timeline {
     pub lanes: Vec<Vec<Span>>,
+    /// The earliest timestamp of any event, spans and instants alike: where
+    /// `examples::trace_svg` counts a `View`'s milliseconds from.
+    pub first: f64,
 }
 
 impl Timeline {
@@ -36,6 +39,11 @@ impl Timeline {
         let v: serde_json::Value = serde_json::from_str(json).expect("the trace is JSON");
         let events = v["traceEvents"].as_array().expect("traceEvents");
         let mut lanes: Vec<Vec<Span>> = Vec::new();
+        let first = events
+            .iter()
+            .filter(|e| e["ph"] == "X" || e["ph"] == "i")
+            .filter_map(|e| e["ts"].as_f64())
+            .fold(f64::INFINITY, f64::min);
         for e in events.iter().filter(|e| e["ph"] == "X") {
             let (Some(start), Some(dur), Some(worker)) =
                 (e["ts"].as_f64(), e["dur"].as_f64(), e["tid"].as_u64())
@@ -60,7 +68,7 @@ impl Timeline {
         for lane in &mut lanes {
             lane.sort_by(|a, b| a.start.total_cmp(&b.start));
         }
-        Timeline { lanes }
+        Timeline { lanes, first }
     }
 
     /// Read and parse the trace at `path`.

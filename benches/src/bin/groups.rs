@@ -296,13 +296,13 @@ fn fairness_round(server: Server, secs: f64, hot: usize, trace: Option<&Path>) -
     stop.store(true, Ordering::Relaxed);
     drop(lights);
     drop(guard); // closes the server's sockets: the hot writers' writes fail
-    let hot_tasks = hot.len();
+    let hot_count = hot.len();
     for h in hot {
         h.join().unwrap();
     }
     if let (Some(path), Some((task, at))) = (trace, marker) {
         // The pool was dropped with `guard`: its timeline is written.
-        explain_pings(path, &pings, hot_tasks, (task, us(at)));
+        explain_pings(path, &pings, hot_count, (task, us(at)));
     }
     latencies.sort_by(f64::total_cmp);
     (!starved).then_some(latencies)

@@ -12,6 +12,7 @@
 //!   waiting task; drawn: 0.6 ms from the middle of the run.
 
 use benches::exec::{bench_trace_path, Exec, PoolTraced};
+use benches::trace::Timeline;
 use benches::workloads as w;
 use examples::trace_svg::{render, View};
 use std::path::PathBuf;
@@ -113,19 +114,11 @@ impl Burst {
 
 /// The bursts of a trace: polls separated by more than 300 us of no poll.
 fn bursts(json: &str) -> Vec<Burst> {
-    let v: serde_json::Value = serde_json::from_str(json).expect("the trace is JSON");
-    let events = v["traceEvents"].as_array().expect("traceEvents");
-    let first = events
-        .iter()
-        .filter_map(|e| e["ts"].as_f64())
-        .fold(f64::INFINITY, f64::min);
-    let mut polls: Vec<(f64, f64, usize)> = events
-        .iter()
-        .filter(|e| e["name"] == "poll")
-        .filter_map(|e| {
-            let ts = e["ts"].as_f64()?;
-            Some((ts, ts + e["dur"].as_f64()?, e["tid"].as_u64()? as usize))
-        })
+    let timeline = Timeline::parse(json);
+    let first = timeline.first;
+    let mut polls: Vec<(f64, f64, usize)> = timeline
+        .polls()
+        .map(|(worker, span)| (span.start, span.end, worker))
         .collect();
     polls.sort_by(|a, b| a.0.total_cmp(&b.0));
     let ms = |us: f64| (us - first) / 1e3;
