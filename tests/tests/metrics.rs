@@ -237,9 +237,17 @@ fn busy_time_counts_a_poll_under_way_and_stays_below_wall_times_workers() {
             after <= limit,
             "busy {after:?} above wall x workers {limit:?}"
         );
-        // Asleep, it stays put.
+        // Asleep, it stays put. (To within tokio's own bookkeeping
+        // (`tokio-compat`): a worker asleep in its runtime is counted asleep
+        // by the pool a few microseconds before tokio's scheduler has added
+        // its last busy period, 10 us at most on this machine. Counting the
+        // sleep itself as busy would add 100 ms here.)
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(pool.metrics().busy, after);
+        let asleep = pool.metrics().busy;
+        assert!(
+            asleep >= after && asleep - after < Duration::from_millis(1),
+            "busy went from {after:?} to {asleep:?} while every worker slept"
+        );
     });
 }
 
