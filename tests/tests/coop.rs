@@ -225,3 +225,120 @@ fn readiness_reaches_a_task_while_an_always_ready_task_holds_the_only_worker() {
         "the light task waited {waited} reads of the hot task for its readiness"
     );
 }
+
+fn two_workers() -> Pool {
+    Builder::new().worker_threads(2).build().unwrap()
+}
+
+/// Budgets of `consume_budget` the lone hot task below runs.
+const LONE_BUDGETS: u64 = 4_000;
+
+#[test]
+fn a_lone_always_ready_task_wakes_no_sleeping_worker() {
+    let (forced, wakeups, steals) = watchdog("a lone always-ready task", 60, || {
+        let pool = two_workers();
+        // Both workers asleep before the task comes.
+        tests::wait_for(
+            "both workers asleep",
+            std::time::Duration::from_secs(10),
+            || pool.metrics().sleeps >= 2,
+        );
+        let before = pool.metrics();
+        pool.block_on(pool.spawn(async {
+            for _ in 0..LONE_BUDGETS * BUDGET {
+                pool::consume_budget().await;
+            }
+        }))
+        .unwrap();
+        let after = pool.metrics();
+        (
+            after.forced_yields - before.forced_yields,
+            after.wakeups - before.wakeups,
+            after.steals - before.steals,
+        )
+    });
+    assert!(
+        forced >= LONE_BUDGETS - 1,
+        "the task was made to yield {forced} times, not once per budget"
+    );
+    // A forced yield of a task with nothing else queued on its worker is
+    // deferred there, not posted. Posted, every other one woke the other
+    // worker (asleep), which stole the task now and then: 1 700-1 950
+    // wakes and 16-26 moves over 4 000 yields. Deferred, the one wake left
+    // is the spawn's (from outside the pool).
+    assert!(
+        wakeups <= 4 && steals <= 2,
+        "a lone always-ready task woke the other worker {wakeups} times and moved {steals} times \
+         over its {forced} forced yields"
+    );
+}
+
+#[test]
+fn a_deferred_task_moves_when_its_worker_runs_a_long_poll() {
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+    let (same_worker, progress) = watchdog("a deferred task behind a long poll", 60, || {
+        let pool = two_workers();
+        let steps = Arc::new(AtomicU64::new(0));
+        let hot_thread: Arc<Mutex<Option<ThreadId>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (wake_tx, wake_rx) = futures::channel::oneshot::channel::<()>();
+        let (report_tx, report_rx) = std::sync::mpsc::channel();
+        let hot = {
+            let (steps, hot_thread, stop) = (steps.clone(), hot_thread.clone(), stop.clone());
+            pool.spawn(async move {
+                // The blocker: a `spawn_local` task of this worker. It is
+                // polled once (and wakes the hot task onto this worker),
+                // then waits for a wake from outside, then blocks its
+                // worker for 300 ms.
+                let (polled_tx, polled_rx) = futures::channel::oneshot::channel::<()>();
+                {
+                    let (steps, hot_thread) = (steps.clone(), hot_thread.clone());
+                    pool::spawn_local(async move {
+                        polled_tx.send(()).unwrap();
+                        wake_rx.await.unwrap();
+                        let here = std::thread::current().id();
+                        let same = *hot_thread.lock().unwrap() == Some(here);
+                        let before = steps.load(Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        let progress = steps.load(Ordering::SeqCst) - before;
+                        report_tx.send((same, progress)).unwrap();
+                    });
+                }
+                polled_rx.await.unwrap();
+                // Alone on the blocker's worker: every forced yield is
+                // deferred there.
+                while !stop.load(Ordering::SeqCst) {
+                    pool::consume_budget().await;
+                    *hot_thread.lock().unwrap() = Some(std::thread::current().id());
+                    steps.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        tests::wait_for(
+            "the hot task running",
+            std::time::Duration::from_secs(10),
+            || steps.load(Ordering::SeqCst) >= 100 * BUDGET,
+        );
+        wake_tx.send(()).unwrap();
+        let report = report_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the blocker never ran");
+        stop.store(true, Ordering::SeqCst);
+        pool.block_on(hot).unwrap();
+        report
+    });
+    assert!(
+        same_worker,
+        "the hot task was not on the blocker's worker when the blocker woke: the test did not \
+         set up what it tests (the hot task moved while alone)"
+    );
+    // The watcher sees the deferred task wait in the blocked worker's slot
+    // a whole tick with no poll begun, and injects it, which wakes the
+    // other worker to take it. Left there, the hot task would not move for
+    // 300 ms.
+    assert!(
+        progress >= 10 * BUDGET,
+        "the hot task made {progress} steps while its worker was blocked for 300 ms"
+    );
+}

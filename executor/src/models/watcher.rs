@@ -1,11 +1,12 @@
-//! The LIFO slot taken by its owner or by the watcher
-//! (`../scheduler/lifo.rs`, `../scheduler/watcher.rs`): the task runs exactly once, and when the watcher takes
+//! A worker's task slot (its LIFO slot, or its deferred task) taken by its
+//! owner or by the watcher
+//! (`../scheduler/slot.rs`, `../scheduler/watcher.rs`): the task runs exactly once, and when the watcher takes
 //! it, its injection wakes the sleeping worker, which then finds it. And the
 //! watcher's parking: a worker woken from its sleep (to poll, in a pool
 //! with a stall handler) never leaves the watcher parked.
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
-use crate::scheduler::lifo::LifoSlot;
+use crate::scheduler::slot::TaskSlot;
 use crate::sleep::CoreLatch;
 use crate::sleep::Sleep;
 use loom::sync::Arc;
@@ -18,7 +19,7 @@ fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
         let sleep = Arc::new(Sleep::new(2, None, None, None));
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
-        let slot = Arc::new(LifoSlot::<()>::new());
+        let slot = Arc::new(TaskSlot::<()>::new());
         let (runnable, task) = async_task::spawn(async {}, |_| {});
         task.detach();
         // Worker 0 put the task in its slot and is in a long poll.

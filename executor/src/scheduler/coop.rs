@@ -11,7 +11,9 @@
 //! (`made_progress`); with none, it wakes its task and returns `Pending`.
 //! The self-wake sends the task to the back of its worker's queue (a wake
 //! while running, `WorkerThread::schedule_local`), so every task queued
-//! before it runs first.
+//! before it runs first. With nothing queued there, it waits on its worker
+//! until a search finds nothing else (the other workers' queues and the
+//! injector included), and wakes nobody.
 //!
 //! A future that returns `Pending` spends nothing: the budget counts work
 //! done, not polls. Outside a task's poll (a plain thread, a blocking

@@ -73,7 +73,9 @@ pub struct Metrics {
     /// the driver count as `sleeps`.
     pub driver_polls: u64,
     /// Tasks the watcher took out of the LIFO slot of a worker whose poll
-    /// ran long, so that a sleeping worker could run them.
+    /// ran long (or a task a worker deferred after its budget made it
+    /// yield, when the worker was held up a while before running it), so
+    /// that a sleeping worker could run them.
     pub rescued: u64,
     /// Fork-join jobs a worker ran from a job deque: a `join`'s second half
     /// that another worker stole (or that its owner ran while it waited),

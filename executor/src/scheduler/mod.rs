@@ -9,7 +9,7 @@
 //! | `registry.rs` | `Registry`: what one pool shares; `inject`, `wake_worker`, `drain_queues`, `metrics` |
 //! | `spawn.rs` | `Registry::spawn`, `spawn_on`, `spawn_local`, `spawn_blocking`, and the three doors in: `schedule_task`, `schedule_pinned`, `schedule_blocking` |
 //! | `worker/` | `WorkerThread`: main loop, search, `spawn_local` queue, removals, timeline lane (its own map) |
-//! | `lifo.rs` | `LifoSlot`: the task a worker runs next |
+//! | `slot.rs` | `TaskSlot`: a task a worker keeps unposted (its LIFO slot, its deferred task), which the watcher may take |
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on` and the signal its waker sets |
@@ -40,12 +40,12 @@ pub(crate) mod coop;
 pub(crate) mod global;
 mod io_driver;
 mod job_ref;
-pub(crate) mod lifo;
 mod metrics;
 mod poll_times;
 mod registry;
 mod shutdown;
 mod shutdown_state;
+pub(crate) mod slot;
 mod spawn;
 mod start;
 mod thread_name;

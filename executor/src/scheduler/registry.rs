@@ -30,10 +30,10 @@ use super::config::{Config, Hook};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
-use super::lifo::LifoSlot;
 use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
 use super::poll_times::{self, Histogram, PollClock};
 use super::shutdown_state::ShutdownState;
+use super::slot::TaskSlot;
 use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
 use crate::context;
@@ -56,8 +56,12 @@ pub(crate) struct WorkerInfo {
     pub(super) stealer: Stealer<Runnable>,
     /// The other end of the worker's fork-join job deque.
     pub(super) job_stealer: Stealer<JobRef>,
-    /// The task the worker runs next (`lifo.rs`): the watcher may take it.
-    pub(super) lifo: LifoSlot<TaskHeader>,
+    /// The task the worker runs next (`slot.rs`): the watcher may take it.
+    pub(super) lifo: TaskSlot<TaskHeader>,
+    /// The task its budget made yield while nothing else was queued on the
+    /// worker (`WorkerThread::schedule_local`): the last thing the
+    /// worker's search returns. The watcher may take it (`slot.rs`).
+    pub(super) deferred: TaskSlot<TaskHeader>,
     /// Its `spawn_local` tasks woken by other threads (`send_home`).
     pub(super) inbox: Inbox<Runnable>,
 }
@@ -205,7 +209,8 @@ impl Registry {
                     stats: CachePadded::new(WorkerStats::default()),
                     stealer,
                     job_stealer,
-                    lifo: LifoSlot::new(),
+                    lifo: TaskSlot::new(),
+                    deferred: TaskSlot::new(),
                     inbox: Inbox::new(),
                 })
                 .collect(),
@@ -451,9 +456,11 @@ impl Registry {
                 dropped_any = true;
             }
             for w in self.workers.iter() {
-                if let Some(runnable) = w.lifo.take() {
-                    cancel(runnable);
-                    dropped_any = true;
+                for slot in [&w.lifo, &w.deferred] {
+                    if let Some(runnable) = slot.take() {
+                        cancel(runnable);
+                        dropped_any = true;
+                    }
                 }
                 while let Some(runnable) = steal_one(|| w.stealer.steal()) {
                     cancel(runnable);
@@ -565,7 +572,9 @@ impl Registry {
                     steals,
                     sleeps,
                     wakeups,
-                    local_queue_depth: w.stealer.len() + usize::from(w.lifo.is_occupied()),
+                    local_queue_depth: w.stealer.len()
+                        + usize::from(w.lifo.is_occupied())
+                        + usize::from(w.deferred.is_occupied()),
                 }
             })
             .collect()

@@ -4,7 +4,7 @@
 //! one, and publishes the coarse clock that spawns read for task ages
 //! (`task::CoarseClock`).
 //!
-//! A worker puts the task it spawns or wakes in its LIFO slot (`lifo.rs`) and
+//! A worker puts the task it spawns or wakes in its LIFO slot (`slot.rs`) and
 //! posts nothing for it: it runs that task next, on a warm cache, as soon as
 //! its current poll returns. When that poll is long (a CPU-bound future, a
 //! blocking call), the task would wait for it while another worker sleeps.
@@ -14,6 +14,14 @@
 //! injects it (`Registry::inject`: an injected job, posted after the
 //! poster's fence), which wakes a sleeper. Tasks on the deques need no
 //! watcher: every push onto a deque is posted (a yield included).
+//!
+//! A worker also keeps a *deferred* task (`slot.rs`): one its budget made
+//! yield while nothing else was queued on it, which it runs when its search
+//! finds nothing else. The watcher injects it when it saw it in the slot at
+//! two looks in a row with the worker's poll count unchanged: it has waited
+//! a whole tick while the worker did something else (a long poll of a task
+//! the worker stole, a long tokio turn). One look is not enough: the slot is
+//! filled at the end of a poll, which may be a long one that just ended.
 //!
 //! The watcher costs nothing while the pool sleeps, nor while no worker uses
 //! its LIFO slot: it parks when every worker is asleep (`sleep::WatcherPark`), and
@@ -67,11 +75,13 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
     set_timer_slack();
     let watch = registry.sleep().watcher();
     let all_asleep = || registry.sleep().all_asleep();
-    let polls_now = || -> Vec<u64> {
+    // Each worker's poll count at the last look, and whether its deferred
+    // task was there then.
+    let polls_now = || -> Vec<(u64, bool)> {
         registry
             .workers()
             .iter()
-            .map(|w| w.stats.polls.load(Ordering::Relaxed))
+            .map(|w| (w.stats.polls.load(Ordering::Relaxed), false))
             .collect()
     };
     let mut last = polls_now();
@@ -108,17 +118,32 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
         // task: with every worker busy it would wait in the injector instead
         // of the slot, and lose its warm cache for nothing.
         let someone_idle = registry.sleep().any_inactive();
-        for (w, last) in registry.workers().iter().zip(last.iter_mut()) {
+        for (w, (last, deferred_seen)) in registry.workers().iter().zip(last.iter_mut()) {
             // Relaxed: a statistics counter; a stale value only delays a
-            // rescue by a tick.
+            // rescue by a tick, or makes one a tick early (a rescue moves a
+            // task to the injector, posted: it never loses one).
             let polls = w.stats.polls.load(Ordering::Relaxed);
-            if someone_idle && polls == *last && w.lifo.is_occupied() {
+            let unmoved = someone_idle && polls == *last;
+            // The LIFO slot's task waits for the poll under way, which has
+            // run a tick.
+            if unmoved && w.lifo.is_occupied() {
                 if let Some(runnable) = w.lifo.take() {
                     registry.rescue(runnable);
                     rescued = true;
                 }
             }
+            // The deferred task was put there at the end of a poll, perhaps
+            // a long one that ended just now: it has waited a tick only if
+            // it was there at the last look too, with no poll begun since.
+            let deferred = w.deferred.is_occupied();
+            if unmoved && deferred && *deferred_seen {
+                if let Some(runnable) = w.deferred.take() {
+                    registry.rescue(runnable);
+                    rescued = true;
+                }
+            }
             *last = polls;
+            *deferred_seen = deferred && w.deferred.is_occupied();
         }
         tick = if rescued {
             MIN_TICK

@@ -1,22 +1,24 @@
 //! `WatcherPark`: where a pool's watcher thread (`../scheduler/watcher.rs`)
 //! waits, for its next look or, while every worker sleeps, until a worker
 //! needs it. It is part of the sleep protocol: a worker that leaves
-//! `sleeping`, or that hides a task in its LIFO slot, must never find the
+//! `sleeping`, or that hides a task in one of its task slots (its LIFO slot
+//! or its deferred slot, `../scheduler/slot.rs`), must never find the
 //! watcher parked for good.
 //!
 //! # Invariants
 //!
 //! * The watcher parks only after it saw every worker counted sleeping,
 //!   *after* it announced itself parked (`parked`, SeqCst). A worker about
-//!   to put into its LIFO slot was taken off `sleeping` (a SeqCst
-//!   read-modify-write, by its waker, which happened before it ran), and
-//!   stays off it while the slot holds a task (it runs that task next). It
+//!   to put into its LIFO slot (or its deferred slot) was taken off
+//!   `sleeping` (a SeqCst read-modify-write, by its waker, which happened
+//!   before it ran), and stays off it while the slot holds a task (it runs
+//!   that task next, or takes it in its search before it could sleep). It
 //!   reads `parked` (SeqCst) before the put (`unparked_for_put`). In the
 //!   single order of the SeqCst operations either the watcher's read of the
 //!   counters comes after that decrement (it does not park) or the worker's
 //!   read of `parked` comes after the watcher's store (it unparks the
 //!   watcher, and posts this task instead of putting it): a task never sits
-//!   in a LIFO slot behind a long poll with the watcher parked. (This
+//!   in a LIFO or deferred slot behind a long poll with the watcher parked. (This
 //!   argument rests on seq-cst accesses alone, with no fence on the LIFO
 //!   put's hot path; loom treats seq-cst accesses as acquire/release, so it
 //!   is argued here, not model-checked.)

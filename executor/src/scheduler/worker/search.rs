@@ -170,6 +170,7 @@ impl WorkerThread {
         }
         self.steal_from_workers()
             .or_else(|| self.steal_injected().map(Work::Task))
+            .or_else(|| self.info().deferred.take().map(Work::Task))
     }
 
     /// Steal from another worker, trying each once from a random start, and

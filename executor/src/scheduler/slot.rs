@@ -1,34 +1,41 @@
-//! `LifoSlot`: the task a worker spawned or woke last, to run next on the
-//! same warm thread, in one atomic pointer so that the watcher
-//! (`watcher.rs`) can take it out when the worker's current poll runs long.
+//! `TaskSlot`: one task that a worker keeps for itself, unposted and out of
+//! thieves' reach, in one atomic pointer so that the watcher (`watcher.rs`)
+//! can take it out when the worker is held up. A worker has two:
+//!
+//! * its LIFO slot: the task it spawned or woke last, to run next on the
+//!   same warm thread (taken by the watcher when the poll under way runs
+//!   long);
+//! * its deferred task: one its budget made yield while nothing else was
+//!   queued on it, to run when its search finds nothing else (taken by the
+//!   watcher when it waited a whole tick with no poll begun).
 //!
 //! # Invariants
 //!
 //! * The slot owns the runnable whose raw pointer it holds: every `put` and
 //!   `take` is a `swap`, so exactly one thread gets each runnable out.
 //! * Only the owning worker puts into the slot; the owner and the watcher
-//!   take from it. (Thieves never do: the owner runs it next, on a warm
-//!   cache, unless its current poll is long; then the watcher moves it to
-//!   the injector, which posts it as an injected job.)
+//!   take from it. (Thieves never do: the owner runs it soon, on a warm
+//!   cache, unless it is held up; then the watcher moves it to the
+//!   injector, which posts it as an injected job.)
 
 use crate::sync::{AtomicPtr, Ordering};
 use async_task::Runnable;
 use std::ptr::{self, NonNull};
 
-pub(crate) struct LifoSlot<M> {
+pub(crate) struct TaskSlot<M> {
     task: AtomicPtr<()>,
     _owns: std::marker::PhantomData<Runnable<M>>,
 }
 
 // SAFETY: the slot only hands out runnables by value, each to one thread (see
 // the invariants); a `Runnable<M>` is `Send + Sync` when `M` is.
-unsafe impl<M: Send + Sync> Send for LifoSlot<M> {}
+unsafe impl<M: Send + Sync> Send for TaskSlot<M> {}
 // SAFETY: as above: shared access is only through atomic swaps.
-unsafe impl<M: Send + Sync> Sync for LifoSlot<M> {}
+unsafe impl<M: Send + Sync> Sync for TaskSlot<M> {}
 
-impl<M> LifoSlot<M> {
+impl<M> TaskSlot<M> {
     pub(crate) fn new() -> Self {
-        LifoSlot {
+        TaskSlot {
             task: AtomicPtr::new(ptr::null_mut()),
             _owns: std::marker::PhantomData,
         }
@@ -68,15 +75,15 @@ impl<M> LifoSlot<M> {
     }
 }
 
-impl<M> Drop for LifoSlot<M> {
+impl<M> Drop for TaskSlot<M> {
     fn drop(&mut self) {
         drop(self.take());
     }
 }
 
-impl<M> std::fmt::Debug for LifoSlot<M> {
+impl<M> std::fmt::Debug for TaskSlot<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LifoSlot")
+        f.debug_struct("TaskSlot")
             .field("occupied", &self.is_occupied())
             .finish()
     }
