@@ -6,7 +6,9 @@
 //!   is always ready) while 100 light connections ping one byte each,
 //!   round robin. Light round-trip p50/p99 on pool, on tokio, and on pool
 //!   with the hot connection's task `unconstrained` (the budget off: pool
-//!   before it had one).
+//!   before it had one), and the hot connections' MB/s (what the server
+//!   read of them: starving the hot tasks would look fair to the light
+//!   ones).
 //! * `fairness_per_worker`: the same with one hot connection per worker,
 //!   so that every worker has an always-ready task: there the budget is
 //!   what lets the light connections in.
@@ -234,11 +236,20 @@ fn start_server(
 /// "the sleeper in the driver"). On the other servers that is a failure.
 /// With `trace`, the pool records its timeline there, and the round's pings
 /// are explained against it (`explain_pings`).
-fn fairness_round(server: Server, secs: f64, hot: usize, trace: Option<&Path>) -> Option<Vec<f64>> {
+fn fairness_round(
+    server: Server,
+    secs: f64,
+    hot: usize,
+    trace: Option<&Path>,
+) -> Option<(Vec<f64>, f64)> {
     // The pings' clock (the timeline's is matched to it by the marker).
     let t_ref = Instant::now();
     let (addr, guard, marker) = start_server(server, trace);
     let stop = Arc::new(AtomicBool::new(false));
+    let hot_start = Instant::now();
+    // Each hot writer returns the bytes the server took from it before the
+    // stop: a server that starved its hot tasks would look fair to the
+    // light ones.
     let hot: Vec<_> = (0..hot)
         .map(|_| {
             let stop = stop.clone();
@@ -246,11 +257,14 @@ fn fairness_round(server: Server, secs: f64, hot: usize, trace: Option<&Path>) -
                 let mut s = TcpStream::connect(addr).unwrap();
                 s.write_all(b"H").unwrap();
                 let chunk = vec![0u8; 64 * 1024];
+                let mut sent = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     if s.write_all(&chunk).is_err() {
                         break;
                     }
+                    sent += chunk.len() as u64;
                 }
+                sent
             })
         })
         .collect();
@@ -294,18 +308,17 @@ fn fairness_round(server: Server, secs: f64, hot: usize, trace: Option<&Path>) -
         }
     }
     stop.store(true, Ordering::Relaxed);
+    let hot_secs = hot_start.elapsed().as_secs_f64();
     drop(lights);
     drop(guard); // closes the server's sockets: the hot writers' writes fail
     let hot_count = hot.len();
-    for h in hot {
-        h.join().unwrap();
-    }
+    let hot_bytes: u64 = hot.into_iter().map(|h| h.join().unwrap()).sum();
     if let (Some(path), Some((task, at))) = (trace, marker) {
         // The pool was dropped with `guard`: its timeline is written.
         explain_pings(path, &pings, hot_count, (task, us(at)));
     }
     latencies.sort_by(f64::total_cmp);
-    (!starved).then_some(latencies)
+    (!starved).then_some((latencies, hot_bytes as f64 / hot_secs / 1e6))
 }
 
 /// The fairness workload with `hot` hot connections.
@@ -320,6 +333,7 @@ fn fairness(a: &Args, hot: usize) {
     let mut p50 = vec![Vec::new(); servers.len()];
     let mut p99 = vec![Vec::new(); servers.len()];
     let mut count = vec![Vec::new(); servers.len()];
+    let mut hot_mb_s = vec![Vec::new(); servers.len()];
     let mut starved = vec![0; servers.len()];
     for round in 0..a.rounds {
         for (i, &s) in servers.iter().enumerate() {
@@ -328,10 +342,11 @@ fn fairness(a: &Args, hot: usize) {
                 .as_ref()
                 .filter(|_| s == Server::Pool)
                 .map(|dir| dir.join(format!("fairness-{hot}hot-{round}.json")));
-            let Some(l) = fairness_round(s, a.fairness_secs, hot, trace.as_deref()) else {
+            let Some((l, mb_s)) = fairness_round(s, a.fairness_secs, hot, trace.as_deref()) else {
                 starved[i] += 1;
                 continue;
             };
+            hot_mb_s[i].push(mb_s);
             p50[i].push(percentile(&l, 0.5));
             p99[i].push(percentile(&l, 0.99));
             count[i].push(l.len() as f64);
@@ -345,8 +360,8 @@ fn fairness(a: &Args, hot: usize) {
         a.fairness_secs
     );
     println!(
-        "  {:<16} {:>12} {:>12} {:>12} {:>10}",
-        "server", "round trips", "p50 us", "p99 us", "p99 ratio"
+        "  {:<16} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "server", "round trips", "p50 us", "p99 us", "p99 ratio", "hot MB/s"
     );
     let tokio_p99 = median(&mut p99[1].clone());
     for (i, s) in servers.iter().enumerate() {
@@ -363,12 +378,13 @@ fn fairness(a: &Args, hot: usize) {
         }
         let m99 = median(&mut p99[i]);
         println!(
-            "  {:<16} {:>12.0} {:>12.1} {:>12.1} {:>9.2}x",
+            "  {:<16} {:>12.0} {:>12.1} {:>12.1} {:>9.2}x {:>10.0}",
             s.name(),
             median(&mut count[i]),
             median(&mut p50[i]),
             m99,
-            m99 / tokio_p99
+            m99 / tokio_p99,
+            median(&mut hot_mb_s[i])
         );
     }
 }
