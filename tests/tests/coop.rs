@@ -226,23 +226,15 @@ fn readiness_reaches_a_task_while_an_always_ready_task_holds_the_only_worker() {
     );
 }
 
-fn two_workers() -> Pool {
-    Builder::new().worker_threads(2).build().unwrap()
-}
-
 /// Budgets of `consume_budget` the lone hot task below runs.
 const LONE_BUDGETS: u64 = 4_000;
 
 #[test]
 fn a_lone_always_ready_task_wakes_no_sleeping_worker() {
     let (forced, wakeups, steals) = watchdog("a lone always-ready task", 60, || {
-        let pool = two_workers();
+        let pool = tests::pool(2);
         // Both workers asleep before the task comes.
-        tests::wait_for(
-            "both workers asleep",
-            std::time::Duration::from_secs(10),
-            || pool.metrics().sleeps >= 2,
-        );
+        tests::wait_until_asleep(&pool);
         let before = pool.metrics();
         pool.block_on(pool.spawn(async {
             for _ in 0..LONE_BUDGETS * BUDGET {
@@ -278,7 +270,7 @@ fn a_deferred_task_moves_when_its_worker_runs_a_long_poll() {
     use std::sync::Mutex;
     use std::thread::ThreadId;
     let (same_worker, progress) = watchdog("a deferred task behind a long poll", 60, || {
-        let pool = two_workers();
+        let pool = tests::pool(2);
         let steps = Arc::new(AtomicU64::new(0));
         let hot_thread: Arc<Mutex<Option<ThreadId>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));

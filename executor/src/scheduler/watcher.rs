@@ -46,6 +46,8 @@
 //!   of the sleep protocol, is in `sleep/watcher_park.rs`.
 
 use super::registry::Registry;
+use super::slot::TaskSlot;
+use crate::task::TaskHeader;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,23 +126,23 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
             // task to the injector, posted: it never loses one).
             let polls = w.stats.polls.load(Ordering::Relaxed);
             let unmoved = someone_idle && polls == *last;
-            // The LIFO slot's task waits for the poll under way, which has
-            // run a tick.
-            if unmoved && w.lifo.is_occupied() {
-                if let Some(runnable) = w.lifo.take() {
+            let mut rescue = |slot: &TaskSlot<TaskHeader>| {
+                if let Some(runnable) = slot.take() {
                     registry.rescue(runnable);
                     rescued = true;
                 }
+            };
+            // The LIFO slot's task waits for the poll under way, which has
+            // run a tick.
+            if unmoved && w.lifo.is_occupied() {
+                rescue(&w.lifo);
             }
             // The deferred task was put there at the end of a poll, perhaps
             // a long one that ended just now: it has waited a tick only if
             // it was there at the last look too, with no poll begun since.
             let deferred = w.deferred.is_occupied();
             if unmoved && deferred && *deferred_seen {
-                if let Some(runnable) = w.deferred.take() {
-                    registry.rescue(runnable);
-                    rescued = true;
-                }
+                rescue(&w.deferred);
             }
             *last = polls;
             *deferred_seen = deferred && w.deferred.is_occupied();
