@@ -2,7 +2,8 @@
 //! with the driver's `Park` contract, `park.rs`): the models of `sleep.rs`
 //! (an injected job, shutdown, two sleepers) run again with a driver, and
 //! readiness racing a post loses neither and counts the sleeper woken once;
-//! enabling the driver (a pool's first socket) never misses a sleeper.
+//! enabling the driver (a pool's first socket) never misses a sleeper, and
+//! neither does a busy worker's poll without blocking.
 
 use super::park::{Forward, StandInDriver};
 use super::sleep::{
@@ -105,6 +106,32 @@ fn enabling_the_driver_never_leaves_readiness_unwatched() {
             thread::spawn(move || idle_until(&sleep, 0, &CoreLatch::new(), &[], &Queue::new()))
         };
         sleep.enable_driver();
+        driver.deliver(Waker::noop().clone());
+        assert_eq!(worker.join().unwrap(), Outcome::Ready);
+        assert_counters_at_rest(&sleep);
+    });
+}
+
+/// A worker falls asleep while a busy worker holds the driver for a poll
+/// without blocking (`WorkerThread::poll_driver`); readiness then comes.
+/// If the sleeper found the driver held, blocked on its condvar, and the
+/// holder's release did not wake it (`Sleep::driver_released`), nobody
+/// would be in the driver to see the readiness: loom's deadlock. The
+/// teeth check removes the missing sleeper's fence (#6).
+#[test]
+fn a_busy_workers_poll_never_leaves_readiness_unwatched() {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    super::model("driver_busy_poll_vs_sleep", &N, || {
+        let (sleep, driver) = with_driver(2);
+        let worker = {
+            let sleep = sleep.clone();
+            thread::spawn(move || idle_until(&sleep, 1, &CoreLatch::new(), &[], &Queue::new()))
+        };
+        // Worker 0, busy: a poll without blocking that finds nothing.
+        if driver.try_acquire() {
+            driver.release();
+            sleep.driver_released();
+        }
         driver.deliver(Waker::noop().clone());
         assert_eq!(worker.join().unwrap(), Outcome::Ready);
         assert_counters_at_rest(&sleep);

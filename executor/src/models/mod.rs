@@ -19,10 +19,11 @@
 //!
 //! The queues are modelled by loom atomics written with `Release` and read
 //! with `Acquire` (weaker than crossbeam's, which the protocol must not rely
-//! on), so the fences are what the models check. The protocol has five
-//! seq-cst fences (the poster's, the sleeper's and the finder's in
-//! `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and `scripts/loom`
-//! checks that the models have teeth in eight ways (a loom deadlock aborts
+//! on), so the fences are what the models check. The protocol has seven
+//! seq-cst fences (the poster's, the sleeper's, the finder's, and the
+//! pair of a sleeper that found the driver held and of the driver's
+//! releaser in `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and
+//! `scripts/loom` checks that the models have teeth in nine ways (a loom deadlock aborts
 //! the process, so each is checked from outside): `--cfg
 //! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
@@ -36,7 +37,9 @@
 //! `spawn_local` task woken from another thread lost (`inbox.rs`); `--cfg
 //! pool_loom_split_host_waker` has a sleeper in a host store its waker
 //! apart from its read of its flag, and loom must find the wake lost
-//! (`host.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
+//! (`host.rs`); `--cfg pool_loom_skip_missed_fence` removes the fence of
+//! a sleeper that found the driver held, and loom must find readiness
+//! that nobody watches (`driver.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
 //! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
 //! must find it missed (a deadlock) or early (`clock.rs`).
 

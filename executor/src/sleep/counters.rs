@@ -43,7 +43,7 @@
 //! # Orderings
 //!
 //! Every read-modify-write here is `SeqCst`: the counters are the "C" of the
-//! fence arguments in `README.md`, whose three seq-cst fences must be
+//! fence arguments in `README.md`, whose first three seq-cst fences must be
 //! ordered against these accesses. Failed compare-exchanges use `Relaxed`
 //! because their loaded value is only used to retry; the retry reloads with
 //! `SeqCst`.

@@ -1,9 +1,10 @@
 //! The sleep manager: when idle workers fall asleep and who wakes them.
 //!
 //! This is Rayon's protocol (RFC 0005, `rayon-core/src/sleep`), adapted to an
-//! async pool. The full description, with the proof sketch for its five
-//! seq-cst fences (three here: the finder's, the sleeper's and the
-//! poster's; two in `watcher_park.rs`), is in `README.md` beside this file
+//! async pool. The full description, with the proof sketch for its seven
+//! seq-cst fences (five here: the finder's, the sleeper's, the poster's,
+//! and the pair of a sleeper that found the driver held and of the
+//! driver's releaser; two in `watcher_park.rs`), is in `README.md` beside this file
 //! (`executor/src/sleep/README.md`); names there are names here.
 //!
 //! This is floor 1, the lowest above the leaves: nothing here imports
@@ -41,9 +42,11 @@
 //! * At most one sleeper blocks in the driver (it holds the driver from
 //!   before it marks itself `InDriver` until after it is woken). Posts wake
 //!   condvar sleepers before it, so while any worker sleeps, the one in the
-//!   driver is among them, unless a busy worker held the driver when the
-//!   others fell asleep: then that worker takes it when it sleeps, and polls
-//!   it until then.
+//!   driver is among them, unless a worker held the driver for a poll
+//!   without blocking when the others fell asleep: a busy one's release
+//!   wakes one of them (`driver_released`), which goes back to sleep in
+//!   the driver; an idle one sleeps in the driver next, or runs what it
+//!   found, as the driver's sleeper does after a wake.
 //! * A job posted from a worker (`new_internal_jobs`) may be overlooked by a
 //!   worker falling asleep: the poster is awake and runs it. A job posted from
 //!   outside (`new_injected_jobs`) is never overlooked: the fence before the
@@ -71,7 +74,7 @@ pub(crate) use latch::{CoreLatch, ThreadLatch};
 pub(crate) use park::{Host, Park};
 pub(crate) use watcher_park::WatcherPark;
 
-use crate::sync::{fence, yield_now, AtomicBool, Ordering};
+use crate::sync::{fence, yield_now, AtomicBool, AtomicUsize, Ordering};
 use counters::{AtomicCounters, JobsEventCounter};
 use crossbeam_utils::CachePadded;
 use state::{Blocked, SleepState};
@@ -161,6 +164,10 @@ pub(crate) struct Sleep {
     /// I/O sleeps and wakes exactly as without a driver. Read by a sleeper
     /// under its own sleep lock; see `enable_driver`.
     driver_enabled: AtomicBool,
+    /// A sleeper that found the driver held and blocked without it: its
+    /// index + 1, or 0. The holder's release wakes it (`driver_released`),
+    /// so that it goes back to sleep in the driver.
+    driver_missed: AtomicUsize,
     /// Told of each wake, when the pool is traced (the timeline,
     /// `../scheduler/timeline.rs`).
     wake_note: Option<Arc<dyn WakeNote>>,
@@ -190,6 +197,7 @@ impl Sleep {
             driver,
             watcher: WatcherPark::default(),
             driver_enabled: AtomicBool::new(false),
+            driver_missed: AtomicUsize::new(0),
             wake_note,
             watch_wakes: false,
             activity: Activity::new(workers),
@@ -489,7 +497,7 @@ impl Sleep {
             // A sleeper whose thread hosts a runtime sleeps in it, and the
             // driver's sleeper has the host watch the driver for it.
             let host = host.filter(|h| h.can_block());
-            let driver = driver.filter(|d| d.try_acquire());
+            let driver = driver.filter(|d| self.acquire_driver(worker_index, *d));
             // No longer active: under our sleep lock, after the final
             // check, so a poster that injected work before it slept was
             // seen above, and one that sees us blocked from now on adds us
@@ -541,6 +549,64 @@ impl Sleep {
         idle_state.wake_fully();
         latch.wake_up();
         slept
+    }
+
+    /// The sleeper `index`, under its sleep lock: become the driver's
+    /// holder. If another thread holds it, leave word for that thread's
+    /// release (`driver_released`, if it is a busy worker) and try once
+    /// more: either this try finds the driver free, or the holder finds the
+    /// word and wakes us, so that we go back to sleep in the driver. False
+    /// if we sleep without it.
+    fn acquire_driver(&self, index: usize, driver: &dyn Park) -> bool {
+        if driver.try_acquire() {
+            return true;
+        }
+        // Relaxed: the fence below orders it.
+        self.driver_missed.store(index + 1, Ordering::Relaxed);
+        // Fence #6 (the missing sleeper's): orders our word above before
+        // our second try below; pairs with fence #7 in `driver_released`,
+        // which orders the holder's release before its read of the word.
+        // If ours comes first, the holder reads our word (or a later one)
+        // and wakes a sleeper that missed; if theirs does, our try sees the
+        // driver free. See README.md, "the sleeper in the driver".
+        #[cfg(not(pool_loom_skip_missed_fence))]
+        fence(Ordering::SeqCst);
+        if driver.try_acquire() {
+            // Taken after all: withdraw the word, unless another sleeper's
+            // replaced it. (A word left behind only costs a spurious wake.)
+            let _ = self.driver_missed.compare_exchange(
+                index + 1,
+                0,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            return true;
+        }
+        false
+    }
+
+    /// A busy worker released the driver after a poll without blocking,
+    /// and goes back to its tasks: if a sleeper found the driver held
+    /// meanwhile and blocked on its condvar (or in its host), nobody
+    /// watches I/O and timers now. Wake it: it searches, and goes back to
+    /// sleep in the driver. Returns the workers woken (0 or 1).
+    pub(crate) fn driver_released(&self) -> usize {
+        // Fence #7 (the releaser's): orders the release before our read of
+        // the word; pairs with fence #6 in `acquire_driver`.
+        fence(Ordering::SeqCst);
+        // Relaxed: after fence #7, so a word that fence #6 ordered before
+        // it is visible here.
+        if self.driver_missed.load(Ordering::Relaxed) == 0 {
+            // No sleeper missed the driver: the usual case.
+            return 0;
+        }
+        match self.driver_missed.swap(0, Ordering::Relaxed) {
+            0 => 0,
+            // Only if it blocked without the driver. (It may have been woken
+            // since, and asleep again: in the driver, it needs no wake; out
+            // of it, it missed again and left its word again.)
+            missed => usize::from(self.wake_thread_if(missed - 1, |how| how == Blocked::OnCondvar)),
+        }
     }
 
     /// Work was pushed onto a worker's own deque. No fence: a sleeper may

@@ -499,7 +499,7 @@ impl WorkerThread {
                 }
                 if !polled_driver {
                     polled_driver = true;
-                    if self.poll_driver() {
+                    if self.poll_driver(true) {
                         continue;
                     }
                 }

@@ -98,9 +98,15 @@ impl WorkerThread {
 
     /// A poll of the driver without blocking, only if there is something
     /// to poll for and nobody else holds it: by a busy worker now and then,
-    /// and by a worker that just ran out of work, before it searches
-    /// others' deques. True if it found work for this pool.
-    pub(super) fn poll_driver(&self) -> bool {
+    /// and by an idle worker before each of its search rounds (`idle`).
+    /// True if it found work for this pool.
+    ///
+    /// A busy worker's release hands the driver to a sleeper that found it
+    /// held (`Sleep::driver_released`; `sleep/README.md`, "the driver
+    /// handed over"). An idle worker's does not: it is about to sleep in
+    /// the driver itself, or to run what it found, as the driver's own
+    /// sleeper does after a wake.
+    pub(super) fn poll_driver(&self, idle: bool) -> bool {
         let io = self.registry.io();
         if !io.has_interest() || !io.try_acquire() {
             return false;
@@ -108,6 +114,9 @@ impl WorkerThread {
         let mut wakers = self.io_wakers.take();
         io.poll_now(&mut wakers);
         io.release();
+        if !idle {
+            self.count_wakeups(self.registry.sleep().driver_released());
+        }
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
         self.io_wakers.set(wakers);
@@ -126,7 +135,7 @@ impl WorkerThread {
     pub(super) fn poll_driver_if_unwatched(&self) {
         let io = self.registry.io();
         if io.io_events() == self.events_seen.get() {
-            let _ = self.poll_driver();
+            let _ = self.poll_driver(false);
         }
         self.events_seen.set(io.io_events());
     }
@@ -141,7 +150,7 @@ impl WorkerThread {
         self.tick.set(tick);
         let periodic = tick % DRIVER_INTERVAL == 0;
         if periodic {
-            let _ = self.poll_driver();
+            let _ = self.poll_driver(false);
         }
         #[cfg(feature = "tokio-compat")]
         if tick % TOKIO_QUEUE_INTERVAL == 0 || periodic {
