@@ -476,8 +476,6 @@ impl WorkerThread {
             self.removals.flush(self.registry.tasks());
             self.registry.tasks().reclaim(self.index);
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
-            // Out of work: readiness the driver holds is the likeliest next
-            // work of a server, so look there once before searching rounds.
             let mut polled_driver = false;
             // Fork-join comes in streams: after running jobs, search longer
             // before the protocol's rounds, as Rayon's workers do.
@@ -497,7 +495,15 @@ impl WorkerThread {
                     self.run(work);
                     continue 'active;
                 }
-                if !polled_driver {
+                // Out of work: readiness the driver holds is the likeliest
+                // next work of a server, and a round's `yield_now` cannot
+                // see it (a sleep in the driver would), so look there before
+                // every round of the protocol (and once before a fork-join
+                // worker's spins, a stream of joins' rounds). Once before the
+                // first round only, a light connection's ping that came
+                // during the rounds waited for them: `groups`' fairness
+                // light p50 20.7 us against 16.8 (tokio 16.3).
+                if spins == 0 || !polled_driver {
                     polled_driver = true;
                     if self.poll_driver(true) {
                         continue;
