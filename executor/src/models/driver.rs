@@ -101,15 +101,29 @@ fn enabling_the_driver_never_leaves_readiness_unwatched() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_enable_vs_sleep", &N, || {
         let (sleep, driver) = with_driver_disabled(1);
-        let worker = {
-            let sleep = sleep.clone();
-            thread::spawn(move || idle_until(&sleep, 0, &CoreLatch::new(), &[], &Queue::new()))
-        };
-        sleep.enable_driver();
-        driver.deliver(Waker::noop().clone());
-        assert_eq!(worker.join().unwrap(), Outcome::Ready);
-        assert_counters_at_rest(&sleep);
+        readiness_reaches_a_sleeper(&sleep, &driver, 0, || {
+            sleep.enable_driver();
+        });
     });
+}
+
+/// Worker `index` idles while `race` runs; then readiness comes, and the
+/// worker must end its idle period with it (loom's deadlock if nobody is
+/// in the driver to see it).
+fn readiness_reaches_a_sleeper(
+    sleep: &Arc<Sleep>,
+    driver: &StandInDriver,
+    index: usize,
+    race: impl FnOnce(),
+) {
+    let worker = {
+        let sleep = sleep.clone();
+        thread::spawn(move || idle_until(&sleep, index, &CoreLatch::new(), &[], &Queue::new()))
+    };
+    race();
+    driver.deliver(Waker::noop().clone());
+    assert_eq!(worker.join().unwrap(), Outcome::Ready);
+    assert_counters_at_rest(sleep);
 }
 
 /// A worker falls asleep while a busy worker holds the driver for a poll
@@ -123,17 +137,12 @@ fn a_busy_workers_poll_never_leaves_readiness_unwatched() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("driver_busy_poll_vs_sleep", &N, || {
         let (sleep, driver) = with_driver(2);
-        let worker = {
-            let sleep = sleep.clone();
-            thread::spawn(move || idle_until(&sleep, 1, &CoreLatch::new(), &[], &Queue::new()))
-        };
-        // Worker 0, busy: a poll without blocking that finds nothing.
-        if driver.try_acquire() {
-            driver.release();
-            sleep.driver_released();
-        }
-        driver.deliver(Waker::noop().clone());
-        assert_eq!(worker.join().unwrap(), Outcome::Ready);
-        assert_counters_at_rest(&sleep);
+        readiness_reaches_a_sleeper(&sleep, &driver, 1, || {
+            // Worker 0, busy: a poll without blocking that finds nothing.
+            if driver.try_acquire() {
+                driver.release();
+                sleep.driver_released();
+            }
+        });
     });
 }
