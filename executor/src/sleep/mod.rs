@@ -568,7 +568,7 @@ impl Sleep {
         // which orders the holder's release before its read of the word.
         // If ours comes first, the holder reads our word (or a later one)
         // and wakes a sleeper that missed; if theirs does, our try sees the
-        // driver free. See README.md, "the sleeper in the driver".
+        // driver free. See README.md, "the driver handed over".
         #[cfg(not(pool_loom_skip_missed_fence))]
         fence(Ordering::SeqCst);
         if driver.try_acquire() {
