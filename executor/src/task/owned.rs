@@ -329,6 +329,15 @@ impl OwnedTasks {
     /// shutting down), or if no shard it may use has room.
     pub(crate) fn insert(&self, hint: usize, waker: TaskWaker, pinned: bool) -> Option<Slot> {
         let first = self.shard_of(hint);
+        // Most inserts: a free key in the first shard, nothing handed back
+        // to reclaim, nothing to drop once the lock is released.
+        {
+            let mut shard = self.shards[first].entries.lock();
+            if !shard.closed && shard.free_head != NONE {
+                let key = shard.insert(waker);
+                return Some(Slot { shard: first, key });
+            }
+        }
         let tries = if pinned { 1 } else { self.shards.len() };
         for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
             let cell = &self.shards[shard_index];
