@@ -29,7 +29,7 @@ const WORKLOADS: [&str; 5] = [
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "task_cost: {problem}\nusage: task_cost EXEC WORKLOAD [--workers N] [--reps N]\n\
+        "task_cost: {problem}\nusage: task_cost EXEC WORKLOAD [--workers N] [--reps N] [--fresh]\n\
          EXEC: {}\nWORKLOAD: {}",
         EXECS.join(", "),
         WORKLOADS.join(", ")
@@ -51,8 +51,8 @@ fn run<E: Exec>(workload: &str, workers: usize, reps: u64, fresh: bool) -> f64 {
     };
     let mut e = E::start(workers);
     let mut walls: Vec<f64> = (0..reps)
-        .map(|_| {
-            if fresh {
+        .map(|rep| {
+            if fresh && rep > 0 {
                 e = E::start(workers);
             }
             let t = Instant::now();
@@ -79,9 +79,6 @@ fn main() {
             "--fresh" => fresh = true,
             other => usage(&format!("unknown argument {other:?}")),
         }
-    }
-    if !WORKLOADS.contains(&workload.as_str()) {
-        usage(&format!("unknown workload {workload:?}"));
     }
     let workers = workers as usize;
     let median = match exec.as_str() {
