@@ -1,7 +1,7 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar, one
 //! blocked in a stand-in I/O driver, and one asleep in a stand-in host
-//! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes and
-//! the jump of a paused clock.
+//! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes,
+//! the jump of a paused clock and the task shares that keep a pool alive.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -23,7 +23,7 @@
 //! seq-cst fences (the poster's, the sleeper's, the finder's, and the
 //! pair of a sleeper that found the driver held and of the driver's
 //! releaser in `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and
-//! `scripts/loom` checks that the models have teeth in nine ways (a loom deadlock aborts
+//! `scripts/loom` checks that the models have teeth in ten ways (a loom deadlock aborts
 //! the process, so each is checked from outside): `--cfg
 //! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
@@ -41,7 +41,9 @@
 //! a sleeper that found the driver held, and loom must find readiness
 //! that nobody watches (`driver.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
 //! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
-//! must find it missed (a deadlock) or early (`clock.rs`).
+//! must find it missed (a deadlock) or early (`clock.rs`); `--cfg
+//! pool_loom_relaxed_shares` relaxes a task share's give-back, and loom
+//! must find a holder's read of the pool racing its free (`shares.rs`).
 
 mod block_on;
 mod clock;
@@ -52,6 +54,7 @@ mod inbox;
 mod join;
 mod latch;
 mod park;
+mod shares;
 mod sleep;
 mod watcher;
 

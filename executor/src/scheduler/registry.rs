@@ -19,9 +19,10 @@
 //!   runnable is pushed without being dropped by the shutdown that follows
 //!   (`shutdown.rs` has the steps in order): a push into the injector that
 //!   lands after shutdown drained it is drained by the pusher itself.
-//! * Each task's metadata owns an `Arc<Registry>`; the registry owns the
-//!   queues that hold runnables. Shutdown empties the queues, which breaks
-//!   those cycles.
+//! * Each task's metadata holds a share of the registry (`task/share.rs`:
+//!   while shares are out, they hold one strong count of its `Arc`); the
+//!   registry owns the queues that hold runnables. Shutdown empties the
+//!   queues, which breaks those cycles.
 //! * The fields are private: the other files of the scheduler, and the
 //!   floors above, read what they need through the methods here.
 
@@ -38,9 +39,10 @@ use super::timeline::Timeline;
 use super::worker::{steal_one, WorkerThread};
 use crate::context;
 use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
-use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader};
+use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader, TaskShares};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
+use std::ptr::NonNull;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -82,6 +84,10 @@ pub(crate) struct Registry {
     /// The I/O driver and timers; the sleep manager holds it too.
     io: Arc<Driver>,
     tasks: OwnedTasks,
+    /// The shares of this pool that task headers and workers' caches hold
+    /// (`task/share.rs`), on a line of their own: outside spawns and
+    /// batches of workers' caches write it.
+    shares: CachePadded<TaskShares>,
     /// Counted by threads that are not workers of this pool.
     outside_stats: CachePadded<WorkerStats>,
     shutdown: ShutdownState,
@@ -172,6 +178,20 @@ impl task::Schedule for Registry {
     fn made_progress() {
         coop::made_progress();
     }
+
+    /// Into this thread's worker's cache if it is a worker of this pool (no
+    /// atomic operation), else to the count.
+    #[inline]
+    unsafe fn share_dropped(this: NonNull<Self>) {
+        // SAFETY: the header's share keeps the pool alive until it is given
+        // back below (our caller's contract).
+        if let Some(w) = unsafe { this.as_ref() }.local_worker() {
+            w.give_back_share();
+            return;
+        }
+        // SAFETY: the header's one share, given back once.
+        unsafe { Registry::give_back_shares(this, 1) };
+    }
 }
 
 impl Registry {
@@ -223,6 +243,7 @@ impl Registry {
             // Four shards per worker: each worker's own, and outside spawns
             // spread over the rest (`Registry::outside_spawn`).
             tasks: OwnedTasks::new(4 * n),
+            shares: CachePadded::default(),
             outside_stats: CachePadded::new(WorkerStats::default()),
             shutdown: ShutdownState::new(),
             blocking: BlockingPool::new(config.blocking),
@@ -371,6 +392,58 @@ impl Registry {
     #[inline]
     pub(super) fn io(&self) -> &Driver {
         &self.io
+    }
+
+    /// One share of this pool for a new task's header (`task/share.rs`),
+    /// from `local`'s cache when the caller is that worker of this pool,
+    /// else from the count; returns the pointer the header keeps.
+    #[inline]
+    pub(super) fn task_share(self: &Arc<Self>, local: Option<&WorkerThread>) -> NonNull<Registry> {
+        match local {
+            Some(w) => w.take_share(),
+            None => self.take_shares(1),
+        }
+        Self::share_ptr(self)
+    }
+
+    /// The pointer a share is held by: into the `Arc`, as `Arc::as_ptr`
+    /// gives it, so that the last give-back may drop a strong count through
+    /// it.
+    #[inline]
+    pub(super) fn share_ptr(this: &Arc<Self>) -> NonNull<Registry> {
+        // SAFETY: `Arc::as_ptr` never returns null.
+        unsafe { NonNull::new_unchecked(Arc::as_ptr(this).cast_mut()) }
+    }
+
+    /// Take `n` shares from the count (one for an outside spawn, a batch
+    /// for a worker's cache).
+    #[inline]
+    pub(super) fn take_shares(self: &Arc<Self>, n: usize) {
+        if self.shares.take(n) {
+            // The first shares: they hold one strong count between them,
+            // dropped by the give-back that brings the count back to zero.
+            std::mem::forget(Arc::clone(self));
+        }
+    }
+
+    /// Give `n` shares back to the count of the pool at `this`.
+    ///
+    /// # Safety
+    ///
+    /// `this` came from `share_ptr`, and the caller holds `n` shares of
+    /// that pool, given back once, here. The pool may be gone once this
+    /// returns.
+    #[inline]
+    pub(super) unsafe fn give_back_shares(this: NonNull<Registry>, n: usize) {
+        // SAFETY: the caller's shares keep the pool alive until this
+        // give-back, and the reference ends with it.
+        let last = unsafe { this.as_ref() }.shares.give_back(n);
+        if last {
+            // SAFETY: `this` points into the `Arc` (`share_ptr`), and this is
+            // the strong count the shares held (`take_shares`), dropped once:
+            // by the give-back that brought the count to zero.
+            unsafe { Arc::decrement_strong_count(this.as_ptr().cast_const()) };
+        }
     }
 
     /// The current thread as a worker of this pool, if it is one.

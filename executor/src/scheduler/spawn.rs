@@ -3,8 +3,9 @@
 //!
 //! # Invariants
 //!
-//! * A task is one `async_task` allocation: its `TaskHeader` (owning an
-//!   `Arc<Registry>`), a schedule function that captures nothing (a fn item:
+//! * A task is one `async_task` allocation: its `TaskHeader` (holding a
+//!   share of the `Registry`, `task/share.rs`: mostly from its spawning
+//!   worker's cache), a schedule function that captures nothing (a fn item:
 //!   zero-sized, so it costs the task no bytes) and its `TaskFuture`.
 //! * A task is registered in the live tasks (`OwnedTasks`) before it is
 //!   first scheduled; a spawn after shutdown began, or into a closed
@@ -190,12 +191,11 @@ impl Registry {
         F::Output: 'static,
         S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
     {
-        let builder = async_task::Builder::new().metadata(TaskHeader::new(
-            Arc::clone(self),
-            id,
-            kind,
-            self.clock().now(),
-        ));
+        // SAFETY: `task_share` took one share of this pool for the header,
+        // and points into its `Arc`.
+        let header =
+            unsafe { TaskHeader::new(self.task_share(local), id, kind, self.clock().now()) };
+        let builder = async_task::Builder::new().metadata(header);
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
         // - the future is `Send` (and `&TaskHeader` is `Send` because
         //   `TaskHeader: Sync`), so the `Runnable` may move between threads;

@@ -3,11 +3,12 @@
 //!
 //! # Invariants
 //!
-//! * The header lives as long as the task's allocation and holds one strong
-//!   count of the owning pool's `Arc` (taken at spawn, given back by its
-//!   drop), so the pool is alive for every reader of the header. (A
-//!   schedule function must not rely on it after handing the runnable on:
-//!   see `scheduler/spawn.rs`, `schedule_task`.)
+//! * The header lives as long as the task's allocation and holds one share
+//!   of the owning pool (`share.rs`: taken at spawn, given back by its
+//!   drop, mostly through its worker's cache), so the pool is alive for
+//!   every reader of the header. (A schedule function must not rely on it
+//!   after handing the runnable on: see `scheduler/spawn.rs`,
+//!   `schedule_task`.)
 //! * The header's slot is set once, before the task is first scheduled, so
 //!   every later reader (the future's drop, `abort`) sees it.
 //! * `activity` is written only by the thread that schedules, polls or drops
@@ -85,8 +86,9 @@ impl<T: Copy> Align4<T> {
 /// The per-task metadata, stored in the task's allocation: 28 bytes,
 /// aligned to 4.
 pub(crate) struct TaskHeader {
-    /// The pool that owns the task (the scheduler's `Registry`): one strong
-    /// count of its `Arc` (`Arc::into_raw`), given back by `drop`.
+    /// The pool that owns the task (the scheduler's `Registry`, inside its
+    /// `Arc`), of which the header holds one share (`share.rs`), given back
+    /// by `drop`.
     owner: Align4<NonNull<Scheduler>>,
     /// The task's id (below 2^48): its top 32 bits here, its low 16 in
     /// `id_low`. Written at spawn, never changed.
@@ -115,25 +117,37 @@ pub(crate) struct TaskHeader {
 }
 
 // SAFETY: the only field that is not `Send + Sync` by itself is `owner`, a
-// strong count of an `Arc<Scheduler>`, which is `Send + Sync` because the
-// scheduler is; the header never hands out `&mut` to it.
+// share of an `Arc<Scheduler>`, which is `Send + Sync` because the
+// scheduler is (a share may be given back from any thread); the header
+// never hands out `&mut` to it.
 unsafe impl Send for TaskHeader {}
 // SAFETY: as above; every field that changes is an atomic.
 unsafe impl Sync for TaskHeader {}
 
 impl TaskHeader {
-    /// The header of a task of `owner`, spawned at the coarse time `born`
-    /// (`CoarseClock::now`). Its site is set by `register_waker`.
+    /// The header of a task of the pool at `owner`, spawned at the coarse
+    /// time `born` (`CoarseClock::now`). Its site is set by
+    /// `register_waker`.
+    ///
+    /// # Safety
+    ///
+    /// `owner` points into a live `Arc<Scheduler>`, and the caller took one
+    /// share of that pool for this header (`share.rs`), which the header's
+    /// drop gives back.
     #[inline]
-    pub(crate) fn new(owner: Arc<Scheduler>, id: TaskId, kind: TaskKind, born: u32) -> TaskHeader {
+    pub(crate) unsafe fn new(
+        owner: NonNull<Scheduler>,
+        id: TaskId,
+        kind: TaskKind,
+        born: u32,
+    ) -> TaskHeader {
         let kind = match kind {
             TaskKind::Async => 0,
             TaskKind::Blocking => BLOCKING,
             TaskKind::Local => LOCAL,
         };
         TaskHeader {
-            // SAFETY: `Arc::into_raw` never returns null.
-            owner: Align4(unsafe { NonNull::new_unchecked(Arc::into_raw(owner).cast_mut()) }),
+            owner: Align4(owner),
             id_high: (id.as_u64() >> 16) as u32,
             id_low: id.as_u64() as u16,
             site: AtomicU16::new(kind | site::OVERFLOW),
@@ -193,8 +207,9 @@ impl TaskHeader {
     /// The pool that owns the task.
     #[inline]
     pub(crate) fn owner(&self) -> &Scheduler {
-        // SAFETY: the header holds a strong count of this `Arc` until it is
-        // dropped, and `&self` borrows the header.
+        // SAFETY: the header holds a share of this pool until it is
+        // dropped, which keeps the pool's `Arc` alive (`share.rs`), and
+        // `&self` borrows the header.
         unsafe { self.owner.get().as_ref() }
     }
 
@@ -203,9 +218,9 @@ impl TaskHeader {
     #[inline]
     pub(crate) fn owner_arc(&self) -> Arc<Scheduler> {
         let ptr = self.owner.get().as_ptr().cast_const();
-        // SAFETY: `ptr` came from `Arc::into_raw` and the header still holds
-        // that count, so the `Arc` is alive; the increment is the count the
-        // returned `Arc` gives back.
+        // SAFETY: `ptr` points into the pool's `Arc` (`new`'s contract), and
+        // the header's share keeps that `Arc` alive; the increment is the
+        // count the returned `Arc` gives back.
         unsafe {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
@@ -328,9 +343,9 @@ impl TaskHeader {
 
 impl Drop for TaskHeader {
     fn drop(&mut self) {
-        // SAFETY: the count taken by `new` (`Arc::into_raw`), given back
-        // once, here.
-        drop(unsafe { Arc::from_raw(self.owner.get().as_ptr().cast_const()) });
+        // SAFETY: the share taken for this header (`new`'s contract), given
+        // back once, here; nothing reads the pool through it after.
+        unsafe { Scheduler::share_dropped(self.owner.get()) };
     }
 }
 

@@ -4,7 +4,7 @@
 //! scheduler above it.
 //!
 //! A task is one `async_task` allocation holding the [`TaskHeader`]
-//! metadata (which owns a reference to its pool), a schedule function that
+//! metadata (which holds a share of its pool, `share.rs`), a schedule function that
 //! captures nothing (it finds the pool in the metadata) and the future
 //! wrapped in a [`TaskFuture`]. The wrapper catches panics, honours
 //! `JoinHandle::abort`, and takes the task out of the pool's registry of live
@@ -23,6 +23,7 @@
 //! | `waker.rs` | `TaskWaker`: a task's waker in one word, as the registry keeps it |
 //! | `clock.rs` | the coarse clock of task ages |
 //! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
+//! | `share.rs` | `TaskShares`: the count that keeps a pool alive for its tasks' headers |
 //! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
 //!
 //! Every file imports its siblings directly, never this `mod.rs`, which only
@@ -37,6 +38,7 @@ mod id;
 mod join_handle;
 mod owned;
 mod schedule;
+mod share;
 mod site;
 mod waker;
 
@@ -51,3 +53,4 @@ pub use id::TaskId;
 pub use join_handle::JoinHandle;
 pub(crate) use owned::{OwnedTasks, Slot};
 pub(crate) use schedule::{Binding, Bound, Schedule};
+pub(crate) use share::TaskShares;

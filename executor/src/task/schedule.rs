@@ -1,19 +1,21 @@
 //! `Schedule`: what a task needs of the pool that owns it, and how this
 //! floor names the scheduler's type without importing the floor above.
 //!
-//! A task needs four things of its pool: its registry of live tasks (an
+//! A task needs five things of its pool: its registry of live tasks (an
 //! abort wakes the task through it), a way to leave it when its future
 //! is dropped, a poll of its future (which a pool that serves
-//! tokio-console instruments), and, for its `JoinHandle`, the cooperative
-//! budget. That is the [`Schedule`] trait (tokio's task module has one of
-//! the same name). The scheduler names its type for this floor by
+//! tokio-console instruments), for its `JoinHandle`, the cooperative
+//! budget, and, when its header is dropped, a way to give back its share
+//! of the pool (`share.rs`). That is the [`Schedule`] trait (tokio's task
+//! module has one of the same name). The scheduler names its type for this floor by
 //! implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the type that
-//! resolves to, at compile time. So the header holds a plain `Arc` of the
+//! resolves to, at compile time. So the header holds a plain pointer to the
 //! scheduler's registry (no trait object: no extra word per task, no
 //! dynamic call), while no file here imports the scheduler.
 
 use super::header::TaskHeader;
 use super::owned::{OwnedTasks, Slot};
+use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
 /// What a task needs of the pool that owns it.
@@ -49,6 +51,18 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 
     /// An operation `poll_proceed` allowed completed: spend one unit.
     fn made_progress();
+
+    /// A task's header was dropped: give back the share of the pool at
+    /// `this` that it held (`share.rs`), into the cache of this thread's
+    /// worker if the thread is one of that pool's workers.
+    ///
+    /// # Safety
+    ///
+    /// The header held one share of the pool at `this`, and gives it back
+    /// once, here. The pool may be gone once this returns.
+    unsafe fn share_dropped(this: NonNull<Self>)
+    where
+        Self: Sized;
 }
 
 /// Names the scheduler's type for this floor: implemented once, by the

@@ -72,6 +72,11 @@ use std::task::Waker;
 /// Workers that only run async tasks never spin them.
 const JOB_SPIN_ROUNDS: u32 = 30;
 
+/// Shares of the pool (`task/share.rs`) a worker's cache takes from the
+/// pool's count when it runs dry, and gives back when it holds twice as
+/// many: one atomic operation per this many spawns, or task ends, at most.
+const SHARE_BATCH: usize = 128;
+
 /// The state a worker thread keeps on its own stack.
 pub(crate) struct WorkerThread {
     worker: Worker<Runnable>,
@@ -120,6 +125,10 @@ pub(crate) struct WorkerThread {
     host: Option<super::tokio_compat::WorkerHost>,
     /// `Builder::poll_time_histogram`: time each poll with this clock.
     time_polls: Option<PollClock>,
+    /// Shares of the pool for the headers of tasks spawned here, and given
+    /// back by those dropped here (`task/share.rs`); the rest of the batch
+    /// goes back to the pool's count when this thread leaves (`Drop`).
+    shares: Cell<usize>,
 }
 
 impl WorkerThread {
@@ -139,6 +148,34 @@ impl WorkerThread {
     #[inline]
     pub(crate) fn next_task_id(&self) -> TaskId {
         TaskId::next_in(&self.ids)
+    }
+
+    /// One share of the pool for a header of a task spawned here: from the
+    /// cache, refilled by a batch when it is empty.
+    #[inline]
+    pub(crate) fn take_share(&self) {
+        let mut n = self.shares.get();
+        if n == 0 {
+            self.registry.take_shares(SHARE_BATCH);
+            n = SHARE_BATCH;
+        }
+        self.shares.set(n - 1);
+    }
+
+    /// A header of this pool was dropped on this thread: its share goes
+    /// into the cache, and a batch of the cache back to the pool's count
+    /// once it holds more than two batches.
+    #[inline]
+    pub(crate) fn give_back_share(&self) {
+        let mut n = self.shares.get() + 1;
+        if n > 2 * SHARE_BATCH {
+            // SAFETY: the cache holds these shares of this pool, given back
+            // once (the cell drops them below); it keeps more than a batch,
+            // and `self.registry` a strong count of its own anyway.
+            unsafe { Registry::give_back_shares(Registry::share_ptr(&self.registry), SHARE_BATCH) };
+            n -= SHARE_BATCH;
+        }
+        self.shares.set(n);
     }
 
     /// This worker's state that other threads reach.
@@ -602,6 +639,7 @@ pub(crate) fn main_loop(
         #[cfg(feature = "tokio-compat")]
         host: registry.worker_host(index),
         time_polls: registry.poll_clock(),
+        shares: Cell::new(0),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
@@ -638,6 +676,26 @@ pub(crate) fn main_loop(
     // counts on it).
     if let Some(hook) = this.registry.on_thread_stop() {
         call_quietly(|| hook());
+    }
+}
+
+/// The cache of shares goes back to the pool's count. `main_loop`'s
+/// `ExitGuard` has taken this thread out of the context by now, so a
+/// header dropped on this thread from here on (one of this worker's wakers
+/// kept for their capacity, say) gives its share straight to the count:
+/// none lands in a cache that nobody gives back.
+impl Drop for WorkerThread {
+    fn drop(&mut self) {
+        debug_assert!(
+            context::worker().is_none(),
+            "the worker left the context first"
+        );
+        let n = self.shares.replace(0);
+        if n > 0 {
+            // SAFETY: the cache's shares of this pool, given back once
+            // (the cell is zero now); `self.registry` keeps the pool alive.
+            unsafe { Registry::give_back_shares(Registry::share_ptr(&self.registry), n) };
+        }
     }
 }
 
