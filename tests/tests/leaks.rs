@@ -105,6 +105,55 @@ fn detached_tasks_and_dropped_handles() {
     });
 }
 
+/// Wakers and join handles kept past the pool's drop: the tasks' headers
+/// hold the pool's shares (`executor/src/task/share.rs`), spawned on a
+/// worker (from its cache) and from outside. The workers gave their caches
+/// back when they left; the wakes after shutdown still reach the pool, and
+/// the last header dropped, here on an outside thread, frees it.
+#[test]
+fn wakers_and_handles_that_outlive_their_pool() {
+    watchdog("leaks: wakers past the pool", LIMIT_SECS, || {
+        let drops = DropCounter::new();
+        let wakers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let p = Builder::new().worker_threads(2).build().unwrap();
+        let park = |wakers: Arc<std::sync::Mutex<Vec<std::task::Waker>>>, t| async move {
+            let _t = t;
+            std::future::poll_fn(|cx| {
+                wakers.lock().unwrap().push(cx.waker().clone());
+                std::task::Poll::<()>::Pending
+            })
+            .await
+        };
+        let mut handles: Vec<_> = (0..50)
+            .map(|_| p.spawn(park(wakers.clone(), drops.track())))
+            .collect();
+        let inside = {
+            let (wakers, drops) = (wakers.clone(), drops.clone());
+            p.block_on(p.spawn(async move {
+                (0..50)
+                    .map(|_| pool::spawn(park(wakers.clone(), drops.track())))
+                    .collect::<Vec<_>>()
+            }))
+            .unwrap()
+        };
+        handles.extend(inside);
+        tests::wait_for(
+            "every task parked",
+            std::time::Duration::from_secs(60),
+            || wakers.lock().unwrap().len() == 100,
+        );
+        drop(p);
+        assert_eq!(drops.drops(), 100, "shutdown dropped every future");
+        for waker in wakers.lock().unwrap().iter() {
+            waker.wake_by_ref();
+        }
+        for h in handles {
+            assert!(pool::block_on(h).unwrap_err().is_cancelled());
+        }
+        wakers.lock().unwrap().clear();
+    });
+}
+
 #[test]
 fn queued_blocking_closures_cancelled_at_shutdown() {
     watchdog("leaks: queued blocking closures", LIMIT_SECS, || {
