@@ -10,13 +10,20 @@
 //! EXEC is pool, tokio or async-executor; WORKLOAD is spawn_many_local,
 //! spawn_many_remote, chained_spawn, yield_many or task_tree. Unlike
 //! `compare`, the runtime is started once, so its threads' start and stop
-//! are not in the profile; `--fresh` starts one per repetition, as
-//! `compare` does, for what a new runtime costs the first tasks. Prints the
-//! median wall time of a repetition (the runtime's start not included).
+//! are not in the profile; `--fresh` starts one per repetition and lets it
+//! settle before the clock starts, as `compare` does, for what a new
+//! runtime costs the first tasks. Prints the median wall time and the
+//! median process CPU time of a repetition (the runtime's start and the
+//! settling not included).
 
 use benches::exec::{AsyncExecutor, Exec, Pool, Tokio};
 use benches::workloads as w;
-use std::time::Instant;
+use benches::{median, process_cpu_time};
+use std::time::{Duration, Instant};
+
+/// How long a new runtime (`--fresh`) settles before a repetition: `compare`'s
+/// pause, so its threads have started and gone to sleep.
+const SETTLE: Duration = Duration::from_millis(10);
 
 const EXECS: [&str; 3] = ["pool", "tokio", "async-executor"];
 const WORKLOADS: [&str; 5] = [
@@ -39,8 +46,8 @@ fn usage(problem: &str) -> ! {
 
 /// `reps` runs of `workload` on one runtime of `E` with `workers` workers
 /// (on a new one each when `fresh`), each checked against its checksum;
-/// the median wall time in ms.
-fn run<E: Exec>(workload: &str, workers: usize, reps: u64, fresh: bool) -> f64 {
+/// the median wall and CPU time in ms.
+fn run<E: Exec>(workload: &str, workers: usize, reps: u64, fresh: bool) -> (f64, f64) {
     let f: fn(&E) -> u64 = match workload {
         "spawn_many_local" => w::spawn_many_local::<E>,
         "spawn_many_remote" => w::spawn_many_remote::<E>,
@@ -49,22 +56,29 @@ fn run<E: Exec>(workload: &str, workers: usize, reps: u64, fresh: bool) -> f64 {
         "task_tree" => w::task_tree::<E>,
         other => usage(&format!("unknown workload {other:?}")),
     };
+    // Once, outside the timed and profiled repetitions (task_tree's is
+    // the whole tree's work again, on one thread).
+    let expected = w::expected(workload);
     let mut e = E::start(workers);
-    let mut walls: Vec<f64> = (0..reps)
+    let (mut walls, mut cpus): (Vec<f64>, Vec<f64>) = (0..reps)
         .map(|rep| {
-            if fresh && rep > 0 {
-                e = E::start(workers);
+            if fresh {
+                if rep > 0 {
+                    e = E::start(workers);
+                }
+                std::thread::sleep(SETTLE);
             }
-            let t = Instant::now();
+            let (c0, t0) = (process_cpu_time(), Instant::now());
             let sum = f(&e);
-            let wall = t.elapsed().as_secs_f64() * 1e3;
-            if let Some(expected) = w::expected(workload) {
+            let wall = t0.elapsed().as_secs_f64() * 1e3;
+            let cpu = (process_cpu_time() - c0).as_secs_f64() * 1e3;
+            if let Some(expected) = expected {
                 assert_eq!(sum, expected, "{workload} on {}: wrong checksum", E::NAME);
             }
-            wall
+            (wall, cpu)
         })
-        .collect();
-    benches::median(&mut walls)
+        .unzip();
+    (median(&mut walls), median(&mut cpus))
 }
 
 fn main() {
@@ -81,7 +95,7 @@ fn main() {
         }
     }
     let workers = workers as usize;
-    let median = match exec.as_str() {
+    let (wall, cpu) = match exec.as_str() {
         "pool" => run::<Pool>(&workload, workers, reps, fresh),
         "tokio" => run::<Tokio>(&workload, workers, reps, fresh),
         "async-executor" => run::<AsyncExecutor>(&workload, workers, reps, fresh),
@@ -92,5 +106,5 @@ fn main() {
     } else {
         "one runtime"
     };
-    println!("{exec} {workload}: {reps} repetitions on {workers} workers ({runtime}), median {median:.3} ms");
+    println!("{exec} {workload}: {reps} repetitions on {workers} workers ({runtime}), median {wall:.3} ms wall, {cpu:.3} ms CPU");
 }
