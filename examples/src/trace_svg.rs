@@ -52,6 +52,13 @@ const SPANS: &[(&str, &str, &str, f64, f64)] = &[
         0.82,
         0.18,
     ),
+    (
+        "driver",
+        "#1c7ed6",
+        "polling the I/O driver, waking what it found",
+        0.0,
+        0.3,
+    ),
 ];
 
 /// Instants drawn as ticks above the row: name, colour, legend text.

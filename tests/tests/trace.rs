@@ -397,6 +397,21 @@ fn the_trace_is_json_with_a_lane_per_worker_and_an_event_per_poll() {
         count("injector") >= 1,
         "outside spawns are taken from the injector"
     );
+    // The timer of the block_on above is in the I/O driver: a worker's
+    // poll of it (or the end of its sleep in it) is recorded, and one of
+    // those made that timer's task ready.
+    let drivers: Vec<_> = events.iter().filter(|e| e["name"] == "driver").collect();
+    assert!(!drivers.is_empty(), "driver polls recorded");
+    for e in &drivers {
+        assert_eq!(e["ph"], "X");
+        assert!(e["args"]["busy"].is_boolean() && e["args"]["after_sleep"].is_boolean());
+    }
+    assert!(
+        drivers
+            .iter()
+            .any(|e| e["args"]["tasks"].as_u64().unwrap() >= 1),
+        "the timer's wake is recorded with the driver poll that found it"
+    );
     let woken_by: HashSet<_> = events
         .iter()
         .filter(|e| e["name"] == "sleep")

@@ -55,6 +55,12 @@ pub(crate) enum Kind {
     Injector = 6,
     /// A `block_on` on this worker thread, running other work meanwhile.
     BlockOn = 7,
+    /// A poll of the I/O driver by this worker without blocking and the
+    /// wakes of what it found, or the wakes of what a sleep in the driver
+    /// ended with; arg: the tasks of this pool made ready, shifted left by
+    /// two, `| 1` if the worker was busy (a periodic or forced-yield poll),
+    /// `| 2` after a sleep in the driver (the span is the wakes alone).
+    Driver = 8,
 }
 
 impl Kind {
@@ -67,6 +73,7 @@ impl Kind {
             5 => Kind::Steal,
             6 => Kind::Injector,
             7 => Kind::BlockOn,
+            8 => Kind::Driver,
             _ => return None,
         })
     }
@@ -339,5 +346,16 @@ fn event_json(line: &mut String, kind: Kind, tid: usize, ts: f64, dur: f64, arg:
         ),
         Kind::Injector => instant(line, "injector", "search", &format!("\"tasks\":{arg}")),
         Kind::BlockOn => span(line, "block_on", "task", ""),
+        Kind::Driver => span(
+            line,
+            "driver",
+            "io",
+            &format!(
+                "\"tasks\":{},\"busy\":{},\"after_sleep\":{}",
+                arg >> 2,
+                arg & 1 != 0,
+                arg & 2 != 0
+            ),
+        ),
     }
 }

@@ -570,7 +570,11 @@ impl WorkerThread {
                     self.registry.tasks().reclaim_idle();
                 }
                 // A sleep in the driver may end with I/O or timers ready.
-                let _ = self.wake_ready(&mut wakers);
+                if !wakers.is_empty() {
+                    let start = self.trace_now();
+                    let found = self.wake_ready(&mut wakers);
+                    self.trace(Kind::Driver, start, (found as u64) << 2 | 2);
+                }
                 self.io_wakers.set(wakers);
             }
             let woken = sleep.work_found(|| self.sees_queued_jobs());

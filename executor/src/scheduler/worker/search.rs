@@ -80,10 +80,10 @@ impl WorkerThread {
     /// worker's deque (`schedule_local`), a warm thread for the connection,
     /// and are posted together as internal jobs: a sleeper is woken only if
     /// no awake worker is idle to steal them.
-    /// True if this pool's tasks were among them.
-    pub(super) fn wake_ready(&self, wakers: &mut Vec<Waker>) -> bool {
+    /// Returns how many of them were this pool's tasks.
+    pub(super) fn wake_ready(&self, wakers: &mut Vec<Waker>) -> usize {
         if wakers.is_empty() {
-            return false;
+            return 0;
         }
         self.io_batch.set(Some(0));
         for waker in wakers.drain(..) {
@@ -93,7 +93,7 @@ impl WorkerThread {
         if n > 0 {
             self.count_wakeups(self.registry.sleep().new_internal_jobs(n));
         }
-        n > 0
+        n
     }
 
     /// A poll of the driver without blocking, only if there is something
@@ -111,6 +111,7 @@ impl WorkerThread {
         if !io.has_interest() || !io.try_acquire() {
             return false;
         }
+        let start = self.trace_now();
         let mut wakers = self.io_wakers.take();
         io.poll_now(&mut wakers);
         io.release();
@@ -120,7 +121,8 @@ impl WorkerThread {
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
         self.io_wakers.set(wakers);
-        found
+        self.trace(Kind::Driver, start, (found as u64) << 2 | u64::from(!idle));
+        found > 0
     }
 
     /// A task of this worker was made to yield by its budget: if no
