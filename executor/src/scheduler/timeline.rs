@@ -57,10 +57,15 @@ pub(crate) enum Kind {
     BlockOn = 7,
     /// A poll of the I/O driver by this worker without blocking and the
     /// wakes of what it found, or the wakes of what a sleep in the driver
-    /// ended with; arg: the tasks of this pool made ready, shifted left by
-    /// two, `| 1` if the worker was busy (a periodic or forced-yield poll),
-    /// `| 2` after a sleep in the driver (the span is the wakes alone).
+    /// ended with (the span is the wakes alone); arg: `driver_arg`.
     Driver = 8,
+}
+
+/// A `Kind::Driver` event's arg: the tasks of this pool made ready, and
+/// whether the worker was busy (a periodic or forced-yield poll) or had
+/// just slept in the driver (`event_json` unpacks it).
+pub(crate) fn driver_arg(tasks: usize, busy: bool, after_sleep: bool) -> u64 {
+    (tasks as u64) << 2 | u64::from(after_sleep) << 1 | u64::from(busy)
 }
 
 impl Kind {

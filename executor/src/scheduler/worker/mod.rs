@@ -52,7 +52,7 @@ use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
 use super::poll_times::PollClock;
 use super::registry::{Registry, WorkerInfo};
-use super::timeline::Kind;
+use super::timeline::{driver_arg, Kind};
 use crate::context;
 use crate::sleep::{CoreLatch, Round};
 use crate::task::{self, Runnable, Slot, TaskId};
@@ -573,7 +573,7 @@ impl WorkerThread {
                 if !wakers.is_empty() {
                     let start = self.trace_now();
                     let found = self.wake_ready(&mut wakers);
-                    self.trace(Kind::Driver, start, (found as u64) << 2 | 2);
+                    self.trace(Kind::Driver, start, driver_arg(found, false, true));
                 }
                 self.io_wakers.set(wakers);
             }

@@ -21,7 +21,7 @@
 
 use super::{Work, WorkerThread};
 use crate::scheduler::io_driver::IoDriver;
-use crate::scheduler::timeline::Kind;
+use crate::scheduler::timeline::{driver_arg, Kind};
 use crate::sleep::Park;
 use crate::task::Runnable;
 use crossbeam_deque::Steal;
@@ -121,7 +121,7 @@ impl WorkerThread {
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
         self.io_wakers.set(wakers);
-        self.trace(Kind::Driver, start, (found as u64) << 2 | u64::from(!idle));
+        self.trace(Kind::Driver, start, driver_arg(found, !idle, false));
         found > 0
     }
 
