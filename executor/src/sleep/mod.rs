@@ -88,6 +88,15 @@ use std::task::Waker;
 /// burns (bursty: 0.98x -> 0.85x of tokio's CPU; spawn_many_local 0.61x ->
 /// 0.5x of its wall time) and cost nothing measurable elsewhere, wake
 /// latency included: a posted job wakes a sleeper anyway.
+///
+/// The yields themselves are measured as well: on a machine whose CPUs a
+/// client shares (`http_load`), a yield hands the client the CPU until it
+/// blocks and the worker comes back to the requests it wrote, with no wake
+/// between (hello's req/s 1.14-1.27x of tokio's with them, 0.88-0.96x
+/// without); the same yields keep a worker runnable, so the kernel does not
+/// re-place it at a wake, and they put pool's HTTP work p99 behind tokio's
+/// in the runs where the kernel keeps the two workers apart (`docs/
+/// BENCHMARKS.md`, "The HTTP work tail").
 #[cfg(not(loom))]
 const ROUNDS_UNTIL_SLEEPY: u32 = 2;
 /// Under loom, a round is a preemption point: keep the model small.
