@@ -5,7 +5,7 @@
 //! ```text
 //! cargo build --release -p benches --bins
 //! target/release/http_load [--rounds 3] [--secs 4] [--connections 64]
-//!     [--only pool,tokio] [--variants hello,work,echo] [--quick]
+//!     [--only pool,tokio] [--variants hello,work,echo] [--quick] [--pin]
 //! ```
 //!
 //! Per runtime and variant it reports the medians over rounds of req/s (and
@@ -20,6 +20,13 @@
 //! sockets); both run on pool and tokio only. `axum` is `GET /users/1` (a
 //! JSON reply) from the axum example's app, served by
 //! `pool::hyper::serve` on pool and by `axum::serve` on tokio.
+//!
+//! The client (wrk, or this process's threads) shares the machine's CPUs
+//! with the server, and where the kernel puts the server's workers beside it
+//! changes from run to run: on 2 CPUs it sets the p99 (`scripts/http-sched`,
+//! docs/BENCHMARKS.md, "The HTTP work tail"). `--pin` fixes the placement:
+//! the client on the last CPU this process may use, the server on the
+//! others with one worker per CPU, so that the runtimes' own tails compare.
 
 use benches::load::{client_load, thread_cpu_ms, thread_ticks, wrk};
 use benches::median;
@@ -27,6 +34,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -49,12 +57,14 @@ struct Args {
     connections: usize,
     runtimes: Vec<String>,
     variants: Vec<String>,
+    /// `--pin`: the server's CPUs (the client has the one left).
+    server_cpus: Option<Vec<usize>>,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "http_load: {problem}\nusage: http_load [--rounds N] [--secs S] [--connections C] \
-         [--only {}] [--variants {}] [--quick]",
+         [--only {}] [--variants {}] [--quick] [--pin]",
         RUNTIMES.join(","),
         VARIANTS.join(",")
     );
@@ -68,6 +78,7 @@ fn parse_args() -> Args {
         connections: 64,
         runtimes: RUNTIMES.iter().map(|s| s.to_string()).collect(),
         variants: VARIANTS.iter().map(|s| s.to_string()).collect(),
+        server_cpus: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -96,6 +107,20 @@ fn parse_args() -> Args {
                     "axum".into(),
                 ];
             }
+            "--pin" => {
+                let mut cpus = allowed_cpus().unwrap_or_else(|e| {
+                    usage(&format!("--pin: cannot read this process's CPUs: {e}"))
+                });
+                let Some(client) = cpus.pop().filter(|_| !cpus.is_empty()) else {
+                    usage("--pin needs 2 CPUs or more: one for the client, the rest for the server")
+                };
+                pin(&[client]).unwrap_or_else(|e| {
+                    usage(&format!(
+                        "--pin: cannot pin the client to CPU {client}: {e}"
+                    ))
+                });
+                args.server_cpus = Some(cpus);
+            }
             _ => usage(&format!("unknown option {a:?}")),
         }
     }
@@ -113,6 +138,39 @@ fn parse_args() -> Args {
         usage("--rounds, --secs and --connections must be positive");
     }
     args
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> std::io::Result<Vec<usize>> {
+    // SAFETY: a zeroed `cpu_set_t` is a valid, empty set; the kernel writes
+    // at most `size_of::<cpu_set_t>()` bytes into it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; pid 0 is the calling thread.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `c` is below `CPU_SETSIZE`, within the set.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Pin the calling thread, and so every thread and process it starts
+/// afterwards, to `cpus`. Only system calls: safe between fork and exec.
+fn pin(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: a zeroed `cpu_set_t` is a valid, empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: `c` came from `allowed_cpus`, so it is below `CPU_SETSIZE`.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: `set` is a valid set of the size passed; pid 0 is this thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// One run's figures.
@@ -136,6 +194,7 @@ fn start(
     variant: &str,
     echo: bool,
     unix: Option<&std::path::Path>,
+    server_cpus: Option<&[usize]>,
 ) -> ListeningServer {
     let binary = server_binary();
     if !binary.exists() {
@@ -146,7 +205,16 @@ fn start(
         std::process::exit(2);
     }
     let mut cmd = Command::new(binary);
-    cmd.args(["--runtime", runtime, "--workers", "2"]);
+    let workers = server_cpus.map_or(2, <[usize]>::len);
+    cmd.args(["--runtime", runtime, "--workers", &workers.to_string()]);
+    if let Some(cpus) = server_cpus {
+        let cpus = cpus.to_vec();
+        // SAFETY: the hook only makes a system call (`pin`), which is safe
+        // between fork and exec; it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || pin(&cpus));
+        }
+    }
     if echo {
         cmd.arg("--echo");
     }
@@ -224,7 +292,13 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
     let unix = variant
         .starts_with("unix")
         .then(|| std::env::temp_dir().join(format!("http_load-{}.sock", std::process::id())));
-    let server = start(runtime, variant, echo, unix.as_deref());
+    let server = start(
+        runtime,
+        variant,
+        echo,
+        unix.as_deref(),
+        args.server_cpus.as_deref(),
+    );
     let (pid, addr) = (server.pid(), server.addr.clone());
     // Let the server settle: its workers fall asleep.
     std::thread::sleep(Duration::from_millis(100));
@@ -259,8 +333,15 @@ fn run_once(runtime: &str, variant: &str, args: &Args) -> Run {
 
 fn main() {
     let args = parse_args();
+    let placement = match &args.server_cpus {
+        Some(cpus) => format!(
+            "{} worker(s) per server pinned to CPU(s) {cpus:?}, the client to the CPU left",
+            cpus.len()
+        ),
+        None => "2 workers per server".to_string(),
+    };
     println!(
-        "http_load: {} round(s) of {} s, {} connections, 2 workers per server",
+        "http_load: {} round(s) of {} s, {} connections, {placement}",
         args.rounds, args.secs, args.connections
     );
     for variant in &args.variants {
