@@ -444,16 +444,35 @@ fn use_tree_paths(s: &str) -> Vec<Vec<String>> {
     }
 }
 
+/// How a reader turns a file's imports into edges between files: the
+/// layering test's three readings, which must agree.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Reading {
+    /// A name re-exported by a `mod.rs` followed to the file that defines it.
+    Resolved,
+    /// The file a path names as written: `crate::context::budget` is
+    /// `context/mod.rs`, whose `pub use cells::budget` is its own import.
+    Plain,
+    /// As `Plain`, and a `mod.rs` also reaches every file it declares
+    /// (`mod cells;`): what a reader opening it is led to.
+    ModReach,
+}
+
 /// The file-level import graph of `executor/src` (models excluded): an
-/// edge from a file to every file whose item it names, a name re-exported
-/// by a `mod.rs` followed to the file that defines it.
+/// edge from a file to every file whose item it names (as `reading` reads
+/// a name) and to the file that defines a method it calls, where a type's
+/// methods are spread over several files (`Registry::spawn_blocking` in
+/// `scheduler/spawn.rs`) and the method's name is the crate's only one.
 struct ImportGraph {
     files: Vec<Vec<String>>,
     edges: Vec<std::collections::BTreeSet<usize>>,
+    /// For each file, the imports that name one file and are defined in
+    /// another (a re-export followed): (line, path as written, defining file).
+    through_reexports: Vec<Vec<(usize, String, usize)>>,
 }
 
 impl ImportGraph {
-    fn read() -> ImportGraph {
+    fn read(reading: Reading) -> ImportGraph {
         let root = src_dir();
         let mut paths = Vec::new();
         rust_files(&root, &root, &mut paths);
@@ -463,6 +482,10 @@ impl ImportGraph {
             .iter()
             .map(|p| code_only(&std::fs::read_to_string(root.join(p)).unwrap()))
             .collect();
+        Self::from_sources(files, &codes, reading)
+    }
+
+    fn from_sources(files: Vec<Vec<String>>, codes: &[String], reading: Reading) -> ImportGraph {
         // Each file's re-exports: (name as seen from outside, full path).
         let reexports: Vec<Vec<(String, Vec<String>)>> = (0..files.len())
             .map(|i| {
@@ -486,27 +509,42 @@ impl ImportGraph {
                 out
             })
             .collect();
+        let methods = Self::split_methods(codes);
         let mut graph = ImportGraph {
             edges: vec![Default::default(); files.len()],
+            through_reexports: vec![Vec::new(); files.len()],
             files,
         };
-        for (i, code) in codes.iter().enumerate() {
+        for (i, full_code) in codes.iter().enumerate() {
             let me = graph.files[i].clone();
             // A re-export is no use of what it names: whoever imports
-            // through it is led to the defining file (`resolve`).
-            let code = &Self::without_reexports(code);
+            // through it is led to the defining file (`resolve`). Read
+            // plainly, it is an import of the file it names.
+            if reading != Reading::Resolved {
+                for (_, target) in &reexports[i] {
+                    if let Some(j) = graph.resolve(&reexports, target, usize::MAX) {
+                        if j != i {
+                            graph.edges[i].insert(j);
+                        }
+                    }
+                }
+            }
+            let code = &Self::without_reexports(full_code);
+            let line_of = |at: usize| code[..at].matches('\n').count() + 1;
             let depth = inline_module_depth(code);
             let b = code.as_bytes();
-            let mut targets = Vec::new();
+            let mut targets: Vec<(usize, Vec<String>)> = Vec::new();
             for (at, _) in code.match_indices("crate::") {
                 if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b'$') {
                     continue;
                 }
-                targets.extend(use_tree_paths(&code[at + "crate::".len()..]));
+                for p in use_tree_paths(&code[at + "crate::".len()..]) {
+                    targets.push((at, p));
+                }
             }
-            for (_, base, rest) in climbs_out(code, &depth, &me) {
+            for (at, base, rest) in climbs_out(code, &depth, &me) {
                 for p in use_tree_paths(rest) {
-                    targets.push(base.iter().cloned().chain(p).collect());
+                    targets.push((at, base.iter().cloned().chain(p).collect()));
                 }
             }
             // A child module named from its parent (`use search::X`, `search::f()`).
@@ -520,16 +558,15 @@ impl ImportGraph {
                         continue;
                     }
                     for p in use_tree_paths(&code[at..]) {
-                        targets.push(me.iter().cloned().chain(p).collect());
+                        targets.push((at, me.iter().cloned().chain(p).collect()));
                     }
                 }
             }
             // A module imported by name (`use crate::context;`): its uses
-            // (`context::budget()`) name what they reach, through its
-            // re-exports.
+            // (`context::budget()`) name what they reach.
             let mut more = Vec::new();
             let mut named_modules = Vec::new();
-            for t in &targets {
+            for (_, t) in &targets {
                 let is_module = graph.files.iter().any(|f| f == t);
                 let Some(alias) = t.last().filter(|_| is_module && *t != me) else {
                     continue;
@@ -540,21 +577,145 @@ impl ImportGraph {
                         continue;
                     }
                     for p in use_tree_paths(&code[at + name.len()..]) {
-                        more.push(t.iter().cloned().chain(p).collect());
+                        more.push((at, t.iter().cloned().chain(p).collect::<Vec<_>>()));
                         named_modules.push(t.clone());
                     }
                 }
             }
-            targets.retain(|t| !named_modules.contains(t));
-            for t in targets.into_iter().chain(more) {
-                if let Some(j) = graph.resolve(&reexports, &t, 0) {
+            targets.retain(|(_, t)| !named_modules.contains(t));
+            for (at, t) in targets.into_iter().chain(more) {
+                let plain = graph.resolve(&reexports, &t, usize::MAX);
+                let resolved = graph.resolve(&reexports, &t, 0);
+                if let (Some(p), Some(r)) = (plain, resolved) {
+                    if p != r && r != i {
+                        graph.through_reexports[i].push((line_of(at), t.join("::"), r));
+                    }
+                }
+                let target = if reading == Reading::Resolved { resolved } else { plain };
+                if let Some(j) = target {
                     if j != i {
+                        graph.edges[i].insert(j);
+                    }
+                }
+            }
+            // A method of a type whose methods are spread over files.
+            for (ty, name, j) in &methods {
+                let calls = [
+                    format!(".{name}("),
+                    format!(".{name}::<"),
+                    format!("{ty}::{name}("),
+                ];
+                // A call on a value of the type: the file names the type
+                // (a method of another crate with the same name is not one).
+                let names_type = code.match_indices(ty.as_str()).any(|(at, _)| {
+                    (at == 0 || !is_ident(b[at - 1]))
+                        && !b.get(at + ty.len()).is_some_and(|&c| is_ident(c))
+                });
+                if *j != i && names_type && calls.iter().any(|c| code.contains(c.as_str())) {
+                    if std::env::var_os("LAYERING_DEBUG").is_some() {
+                        eprintln!("method edge {:?} -> {:?}: {ty}::{name}", graph.files[i], graph.files[*j]);
+                    }
+                    graph.edges[i].insert(*j);
+                }
+            }
+            // A folder's `mod.rs` leads to every file it declares.
+            if reading == Reading::ModReach {
+                for (j, f) in graph.files.iter().enumerate() {
+                    let declared = f.len() == me.len() + 1
+                        && f.starts_with(&me)
+                        && Self::declares(code, f.last().unwrap());
+                    if declared && j != i {
                         graph.edges[i].insert(j);
                     }
                 }
             }
         }
         graph
+    }
+
+    /// Does `code` declare the child module `name` (`mod name;`, any visibility)?
+    fn declares(code: &str, name: &str) -> bool {
+        code.lines().any(|l| {
+            let l = l.trim();
+            l.ends_with(&format!("mod {name};"))
+        })
+    }
+
+    /// The methods of the types whose inherent `impl` blocks are spread over
+    /// more than one file, each with the file that defines it: only names no
+    /// other inherent method of the crate has, so a call names its file.
+    fn split_methods(codes: &[String]) -> Vec<(String, String, usize)> {
+        // (type, method, file) of every inherent method.
+        let mut all: Vec<(String, String, usize)> = Vec::new();
+        for (i, code) in codes.iter().enumerate() {
+            let b = code.as_bytes();
+            for (at, _) in code.match_indices("impl") {
+                if (at > 0 && is_ident(b[at - 1])) || b.get(at + 4).is_some_and(|&c| is_ident(c)) {
+                    continue;
+                }
+                // `impl<..> Type<..> {`, not `impl Trait for Type {`.
+                let Some(open) = code[at..].find('{').map(|n| at + n) else {
+                    continue;
+                };
+                let head = &code[at + 4..open];
+                if head.contains(" for ") || head.contains(';') || head.contains('}') {
+                    continue;
+                }
+                let mut head = head.trim_start();
+                if head.starts_with('<') {
+                    let mut level = 0;
+                    let mut end = 0;
+                    for (k, c) in head.char_indices() {
+                        match c {
+                            '<' => level += 1,
+                            '>' if level == 1 => {
+                                end = k + 1;
+                                break;
+                            }
+                            '>' => level -= 1,
+                            _ => {}
+                        }
+                    }
+                    head = head[end..].trim_start();
+                }
+                let ty = ident(head.rsplit("::").next().unwrap_or(head).trim_start()).to_string();
+                let ty = if ty.is_empty() { ident(head).to_string() } else { ty };
+                if ty.is_empty() {
+                    continue;
+                }
+                // The block's items at its top level.
+                let mut level = 0;
+                let mut k = open;
+                while k < b.len() {
+                    match b[k] {
+                        b'{' => level += 1,
+                        b'}' => {
+                            level -= 1;
+                            if level == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    if level == 1 && code[k..].starts_with("fn ") && (k == 0 || !is_ident(b[k - 1])) {
+                        let name = ident(&code[k + 3..]);
+                        if !name.is_empty() {
+                            all.push((ty.clone(), name.to_string(), i));
+                        }
+                    }
+                    k += 1;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (ty, name, file) in &all {
+            let spread = all.iter().any(|(t, _, f)| t == ty && f != file);
+            let unique = all.iter().filter(|(_, n, _)| n == name).count() == 1;
+            if spread && unique {
+                out.push((ty.clone(), name.clone(), *file));
+            }
+        }
+        out
     }
 
     /// The body of a `pub use` (any visibility) on this line, if it is one.
@@ -628,7 +789,9 @@ impl ImportGraph {
         Vec::new() // an external crate
     }
 
-    /// The file that defines what `path` (from the crate root) names.
+    /// The file that defines what `path` (from the crate root) names, a
+    /// re-export followed at most `8 - hops` times (`usize::MAX`: never,
+    /// the file the path names as written).
     fn resolve(
         &self,
         reexports: &[Vec<(String, Vec<String>)>],
@@ -733,42 +896,125 @@ impl ImportGraph {
 /// The largest set of files that import each other (directly or around a
 /// circle) is the scheduler's core, at most `MAX_CIRCLE` files: a file
 /// that joins it must be read with all the others to be understood.
-const MAX_CIRCLE: usize = 8;
+const MAX_CIRCLE: usize = 6;
 
-#[test]
-fn the_largest_import_circle_is_the_core() {
-    let g = ImportGraph::read();
-    let circles = g.circles();
-    let shown: Vec<Vec<String>> = circles
+/// The circles of `g`, each as its sorted file names, largest first.
+fn named_circles(g: &ImportGraph) -> Vec<Vec<String>> {
+    g.circles()
         .iter()
         .map(|c| {
             let mut names: Vec<String> = c.iter().map(|&i| g.name(i)).collect();
             names.sort();
             names
         })
-        .collect();
-    eprintln!("import circles of executor/src: {shown:#?}");
-    let largest = shown.first().map_or(0, Vec::len);
-    // Who imports whom inside the largest circle: where to cut it.
-    let mut edges = String::new();
-    if let Some(circle) = circles.first() {
-        for &i in circle {
-            let mut to: Vec<String> = g.edges[i]
-                .iter()
-                .filter(|j| circle.contains(j))
-                .map(|&j| g.name(j))
-                .collect();
-            to.sort();
-            writeln!(edges, "  {} -> {}", g.name(i), to.join(", ")).unwrap();
+        .collect()
+}
+
+#[test]
+fn the_largest_import_circle_is_the_core_by_every_reading() {
+    let mut problems = String::new();
+    let mut first: Option<(Reading, Vec<Vec<String>>)> = None;
+    for reading in [Reading::Resolved, Reading::Plain, Reading::ModReach] {
+        let g = ImportGraph::read(reading);
+        let circles = g.circles();
+        let shown = named_circles(&g);
+        eprintln!("import circles of executor/src, read {reading:?}: {shown:#?}");
+        let largest = shown.first().map_or(0, Vec::len);
+        if largest > MAX_CIRCLE {
+            // Who imports whom inside the largest circle: where to cut it.
+            let mut edges = String::new();
+            for &i in &circles[0] {
+                let mut to: Vec<String> = g.edges[i]
+                    .iter()
+                    .filter(|j| circles[0].contains(j))
+                    .map(|&j| g.name(j))
+                    .collect();
+                to.sort();
+                writeln!(edges, "  {} -> {}", g.name(i), to.join(", ")).unwrap();
+            }
+            writeln!(
+                problems,
+                "read {reading:?}, executor/src has a circle of {largest} files that import \
+                 each other (at most {MAX_CIRCLE}): {:?}. Move what the others need into a \
+                 leaf file of its own. Its imports:\n{edges}",
+                shown[0]
+            )
+            .unwrap();
+        }
+        match &first {
+            None => first = Some((reading, shown)),
+            Some((r, c)) if *c != shown => writeln!(
+                problems,
+                "read {reading:?} the circles are {shown:?}, read {r:?} they are {c:?}: \
+                 a reader's count must not depend on how they read (import from the \
+                 defining file, not through a `mod.rs`)"
+            )
+            .unwrap(),
+            Some(_) => {}
+        }
+    }
+    assert!(problems.is_empty(), "{problems}");
+}
+
+/// Every file (models and the crate root's re-exports aside) imports what
+/// it uses from the file that defines it, never through a folder's
+/// `mod.rs`: so a plain reading of the `use` lines is the import graph.
+#[test]
+fn every_import_names_the_defining_file() {
+    let g = ImportGraph::read(Reading::Resolved);
+    let mut problems = String::new();
+    for (i, found) in g.through_reexports.iter().enumerate() {
+        for (line, path, j) in found {
+            writeln!(
+                problems,
+                "executor/src/{}:{line}: `crate::{path}` (or its `super::` form) names a \
+                 re-export: import it from `{}`, which defines it",
+                g.name(i),
+                g.name(*j)
+            )
+            .unwrap();
         }
     }
     assert!(
-        largest <= MAX_CIRCLE,
-        "executor/src has a circle of {largest} files that import each other (at most \
-         {MAX_CIRCLE}): {:?}. Move what the others need into a leaf file of its own. \
-         Its imports:\n{edges}",
-        shown[0]
+        problems.is_empty(),
+        "imports that go through a folder's re-exports:\n{problems}"
     );
+}
+
+/// The graph's readings on a made-up crate: a name imported through a
+/// `mod.rs` re-export, and a method defined in a second file of its type.
+#[test]
+fn the_readings_see_reexports_mod_files_and_split_methods() {
+    let files = |names: &[&str]| -> Vec<Vec<String>> {
+        names
+            .iter()
+            .map(|n| n.split('/').filter(|s| !s.is_empty()).map(String::from).collect())
+            .collect()
+    };
+    // 0: a/ (mod.rs), 1: a/cells.rs, 2: b/ (mod.rs), 3: b/reg.rs, 4: b/spawn.rs, 5: b/pool.rs
+    let names = files(&["a", "a/cells", "b", "b/reg", "b/spawn", "b/pool"]);
+    let codes: Vec<String> = [
+        "mod cells;\npub(crate) use cells::budget;\n",
+        "use crate::b::reg::Reg;\npub(crate) fn budget(r: &Reg) {}\n",
+        "mod reg;\nmod spawn;\nmod pool;\n",
+        "pub(crate) struct Reg;\nimpl Reg { pub(crate) fn new() -> Reg { Reg } }\n",
+        "use super::pool::Pool;\nimpl Reg { pub(crate) fn spawn_pinned(&self) {} }\n",
+        "use super::reg::Reg;\npub(crate) struct Pool;\nfn f(r: &Reg) { r.spawn_pinned(); crate::a::budget(r); }\n",
+    ]
+    .iter()
+    .map(|s| code_only(s))
+    .collect();
+    let resolved = ImportGraph::from_sources(names.clone(), &codes, Reading::Resolved);
+    // pool -> spawn (the method), spawn -> pool: a circle the `use` lines alone miss.
+    assert!(resolved.edges[5].contains(&4) && resolved.edges[4].contains(&5));
+    // pool -> cells, through the re-export; reported as such.
+    assert!(resolved.edges[5].contains(&1));
+    assert_eq!(resolved.through_reexports[5].len(), 1, "{:?}", resolved.through_reexports);
+    let plain = ImportGraph::from_sources(names.clone(), &codes, Reading::Plain);
+    assert!(plain.edges[5].contains(&0) && plain.edges[0].contains(&1));
+    assert!(!plain.edges[2].contains(&3));
+    let reach = ImportGraph::from_sources(names, &codes, Reading::ModReach);
+    assert!(reach.edges[2].contains(&3) && reach.edges[2].contains(&4));
 }
 
 fn repo_root() -> PathBuf {
@@ -855,15 +1101,75 @@ fn cited_file_exists(doc: &Path, path: &str) -> bool {
         .any(|base| base.join(path).is_file())
 }
 
+/// Every Rust file of the workspace's own code (not `target/`), relative to
+/// the repo root.
+fn workspace_rust_files() -> Vec<PathBuf> {
+    let root = repo_root();
+    let mut out = Vec::new();
+    for dir in ["executor", "macros", "benches", "examples", "tests"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    if name != "target" {
+                        stack.push(path);
+                    }
+                } else if name.ends_with(".rs") {
+                    out.push(path.strip_prefix(&root).unwrap().to_path_buf());
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The comments of Rust source `src` (`//`, `///`, `//!`), each line
+/// blanked elsewhere so that line numbers stay.
+fn comments_of(src: &str) -> String {
+    // Where a line's comment starts: the first `//` outside a string.
+    let comment_start = |l: &str| {
+        let b = l.as_bytes();
+        let (mut in_string, mut k) = (false, 0);
+        while k < b.len() {
+            match b[k] {
+                b'\\' if in_string => k += 1,
+                b'"' => in_string = !in_string,
+                b'/' if !in_string && b.get(k + 1) == Some(&b'/') => return Some(k),
+                _ => {}
+            }
+            k += 1;
+        }
+        None
+    };
+    src.lines()
+        .map(|l| comment_start(l).map_or("", |at| &l[at..]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn every_rs_path_the_docs_cite_exists() {
     let root = repo_root();
     let mut missing = String::new();
+    let mut texts: Vec<(PathBuf, String)> = Vec::new();
     for doc in doc_files() {
         if doc.ends_with("BENCHMARKS-HISTORY.md") {
             continue; // the lab notebook names files as they were then
         }
-        let text = std::fs::read_to_string(root.join(&doc)).unwrap();
+        texts.push((doc.clone(), std::fs::read_to_string(root.join(&doc)).unwrap()));
+    }
+    // The comments of the code, doc comments first among them.
+    for file in workspace_rust_files() {
+        let src = std::fs::read_to_string(root.join(&file)).unwrap();
+        texts.push((file, comments_of(&src)));
+    }
+    for (doc, text) in texts {
         for (line, path) in backticked_rs_paths(&text) {
             if OTHER_PROJECTS.iter().any(|p| path.starts_with(p)) {
                 continue;
@@ -875,8 +1181,9 @@ fn every_rs_path_the_docs_cite_exists() {
     }
     assert!(
         missing.is_empty(),
-        "the docs cite files that do not exist (a path is read relative to the doc's folder, \
-         the repo root or executor/src): rename the citation, or the file back:\n{missing}"
+        "the docs and comments cite files that do not exist (a path is read relative to the \
+         citing file's folder, the repo root or executor/src): rename the citation, or the \
+         file back:\n{missing}"
     );
 }
 
@@ -1007,4 +1314,9 @@ fn the_doc_checks_read_paths_and_tables() {
     );
     let doc = "//! | file | what |\n//! |---|---|\n//! | `a.rs`, `../b.rs` | x |\n//! | `c/` | y |\n\ntext";
     assert_eq!(file_tables(doc), [vec!["a.rs", "../b.rs", "c/"]]);
+    let rust = "//! see `io/driver.rs`\nlet s = \"`not/a.rs`\"; // and `x/y.rs`\n";
+    assert_eq!(
+        backticked_rs_paths(&comments_of(rust)),
+        [(1, "io/driver.rs".to_string()), (2, "x/y.rs".to_string())]
+    );
 }
