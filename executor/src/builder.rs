@@ -9,10 +9,12 @@
 //! * `build` either returns a pool whose every thread started, or an error
 //!   after stopping and joining the threads it had started (`Pool::start`).
 
+use crate::inspect::stall::Stall;
 use crate::inspect::stall::{StallConfig, StallWatch};
-use crate::inspect::Stall;
 use crate::pool::Pool;
-use crate::scheduler::{invalid_input, Config, Look};
+use crate::scheduler::config::invalid_input;
+use crate::scheduler::config::Config;
+use crate::scheduler::watcher::Look;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;

@@ -2,8 +2,11 @@
 
 use crate::context;
 use crate::inspect::dump::{self, TaskInfo};
-use crate::scheduler::{Histogram, Metrics, Registry, WorkerMetrics};
-use crate::task::JoinHandle;
+use crate::scheduler::metrics::Metrics;
+use crate::scheduler::metrics::WorkerMetrics;
+use crate::scheduler::poll_times::Histogram;
+use crate::scheduler::registry::Registry;
+use crate::task::join_handle::JoinHandle;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -47,7 +50,7 @@ impl Handle {
     /// assert_eq!(workers, 2);
     /// ```
     pub fn current() -> Handle {
-        context::with_current(|registry| Handle {
+        crate::context::current::with_current(|registry| Handle {
             registry: Arc::clone(registry),
         })
     }
@@ -62,7 +65,7 @@ impl Handle {
     /// assert!(pool.block_on(async { pool::Handle::try_current() }).is_some());
     /// ```
     pub fn try_current() -> Option<Handle> {
-        context::try_current().map(|registry| Handle { registry })
+        crate::context::current::try_current().map(|registry| Handle { registry })
     }
 
     /// Make this pool the current pool of the calling thread until the guard

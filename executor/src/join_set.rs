@@ -25,7 +25,9 @@
 //!   by its own pool, exactly once (`JoinHandle::abort`).
 
 use crate::scheduler::coop;
-use crate::task::{AbortHandle, JoinError, JoinHandle};
+use crate::task::abort_handle::AbortHandle;
+use crate::task::error::JoinError;
+use crate::task::join_handle::JoinHandle;
 use futures::task::{waker_ref, ArcWake};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -258,7 +260,7 @@ impl<T: Send + 'static> JoinSet<T> {
     where
         F: Future<Output = T> + Send + 'static,
     {
-        self.insert(crate::spawn(future))
+        self.insert(crate::free_fns::spawn(future))
     }
 
     /// Runs `f` on the current pool's blocking threads as a member of the
@@ -268,7 +270,7 @@ impl<T: Send + 'static> JoinSet<T> {
     where
         F: FnOnce() -> T + Send + 'static,
     {
-        self.insert(crate::spawn_blocking(f))
+        self.insert(crate::free_fns::spawn_blocking(f))
     }
 }
 
@@ -284,7 +286,7 @@ impl<T: 'static> JoinSet<T> {
     where
         F: Future<Output = T> + 'static,
     {
-        self.insert(crate::spawn_local(future))
+        self.insert(crate::free_fns::spawn_local(future))
     }
 }
 

@@ -9,10 +9,16 @@
 
 use crate::context::Entered;
 use crate::handle::Handle;
-use crate::inspect::TaskInfo;
+use crate::inspect::dump::TaskInfo;
 use crate::scheduler::block_on::block_on_in;
-use crate::scheduler::{self, Config, Histogram, Look, Metrics, Threads, WorkerMetrics};
-use crate::task::JoinHandle;
+use crate::scheduler::config::Config;
+use crate::scheduler::metrics::Metrics;
+use crate::scheduler::metrics::WorkerMetrics;
+use crate::scheduler::poll_times::Histogram;
+use crate::scheduler::threads::Threads;
+use crate::scheduler::watcher::Look;
+use crate::scheduler::{self};
+use crate::task::join_handle::JoinHandle;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -153,7 +159,7 @@ impl Pool {
     /// ```
     pub fn scope<'scope, OP, R>(&self, op: OP) -> R
     where
-        OP: FnOnce(&crate::Scope<'scope>) -> R + Send,
+        OP: FnOnce(&crate::join::scope::Scope<'scope>) -> R + Send,
         R: Send,
     {
         crate::join::scope_in(&self.handle.registry, op)

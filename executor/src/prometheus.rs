@@ -13,7 +13,8 @@
 //!   its polls (`Builder::poll_time_histogram`), so a scrape never shows a
 //!   histogram that is always empty.
 
-use crate::{Handle, Histogram};
+use crate::handle::Handle;
+use crate::scheduler::poll_times::Histogram;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;

@@ -30,6 +30,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("join", 4),
     ("inspect", 4),
     ("builder", 5),
+    ("free_fns", 5),
     ("fs", 5),
     ("handle", 5),
     ("hyper", 5),
@@ -591,7 +592,11 @@ impl ImportGraph {
                         graph.through_reexports[i].push((line_of(at), t.join("::"), r));
                     }
                 }
-                let target = if reading == Reading::Resolved { resolved } else { plain };
+                let target = if reading == Reading::Resolved {
+                    resolved
+                } else {
+                    plain
+                };
                 if let Some(j) = target {
                     if j != i {
                         graph.edges[i].insert(j);
@@ -613,7 +618,10 @@ impl ImportGraph {
                 });
                 if *j != i && names_type && calls.iter().any(|c| code.contains(c.as_str())) {
                     if std::env::var_os("LAYERING_DEBUG").is_some() {
-                        eprintln!("method edge {:?} -> {:?}: {ty}::{name}", graph.files[i], graph.files[*j]);
+                        eprintln!(
+                            "method edge {:?} -> {:?}: {ty}::{name}",
+                            graph.files[i], graph.files[*j]
+                        );
                     }
                     graph.edges[i].insert(*j);
                 }
@@ -679,7 +687,11 @@ impl ImportGraph {
                     head = head[end..].trim_start();
                 }
                 let ty = ident(head.rsplit("::").next().unwrap_or(head).trim_start()).to_string();
-                let ty = if ty.is_empty() { ident(head).to_string() } else { ty };
+                let ty = if ty.is_empty() {
+                    ident(head).to_string()
+                } else {
+                    ty
+                };
                 if ty.is_empty() {
                     continue;
                 }
@@ -697,7 +709,8 @@ impl ImportGraph {
                         }
                         _ => {}
                     }
-                    if level == 1 && code[k..].starts_with("fn ") && (k == 0 || !is_ident(b[k - 1])) {
+                    if level == 1 && code[k..].starts_with("fn ") && (k == 0 || !is_ident(b[k - 1]))
+                    {
                         let name = ident(&code[k + 3..]);
                         if !name.is_empty() {
                             all.push((ty.clone(), name.to_string(), i));
@@ -988,7 +1001,12 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
     let files = |names: &[&str]| -> Vec<Vec<String>> {
         names
             .iter()
-            .map(|n| n.split('/').filter(|s| !s.is_empty()).map(String::from).collect())
+            .map(|n| {
+                n.split('/')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
             .collect()
     };
     // 0: a/ (mod.rs), 1: a/cells.rs, 2: b/ (mod.rs), 3: b/reg.rs, 4: b/spawn.rs, 5: b/pool.rs
@@ -1009,7 +1027,12 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
     assert!(resolved.edges[5].contains(&4) && resolved.edges[4].contains(&5));
     // pool -> cells, through the re-export; reported as such.
     assert!(resolved.edges[5].contains(&1));
-    assert_eq!(resolved.through_reexports[5].len(), 1, "{:?}", resolved.through_reexports);
+    assert_eq!(
+        resolved.through_reexports[5].len(),
+        1,
+        "{:?}",
+        resolved.through_reexports
+    );
     let plain = ImportGraph::from_sources(names.clone(), &codes, Reading::Plain);
     assert!(plain.edges[5].contains(&0) && plain.edges[0].contains(&1));
     assert!(!plain.edges[2].contains(&3));
@@ -1162,7 +1185,10 @@ fn every_rs_path_the_docs_cite_exists() {
         if doc.ends_with("BENCHMARKS-HISTORY.md") {
             continue; // the lab notebook names files as they were then
         }
-        texts.push((doc.clone(), std::fs::read_to_string(root.join(&doc)).unwrap()));
+        texts.push((
+            doc.clone(),
+            std::fs::read_to_string(root.join(&doc)).unwrap(),
+        ));
     }
     // The comments of the code, doc comments first among them.
     for file in workspace_rust_files() {

@@ -6,7 +6,7 @@
 //! them without joining its core (`../context/mod.rs` holds the cells that
 //! name the scheduler's types).
 
-use crate::task::TaskId;
+use crate::task::id::TaskId;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -5,7 +5,9 @@
 
 use super::{blocking_pool, entered, worker};
 use crate::scheduler::global;
-use crate::scheduler::{Driver, Registry, WorkerThread};
+use crate::scheduler::io_driver::Driver;
+use crate::scheduler::registry::Registry;
+use crate::scheduler::worker::WorkerThread;
 use std::sync::Arc;
 
 /// Run `f` with the current pool (see the module docs).

@@ -39,22 +39,13 @@
 //!   have a `const` initializer and no destructor: an access is one load of
 //!   the thread pointer, no lazy-initialization check.
 
-mod cells;
-mod current;
-
-pub(crate) use cells::{
-    budget, forbid_in_deadlock_handler, outside_spawn, replace_budget, replace_clock_held,
-    run_deadlock_handler, set_timeline_tag, spend_budget, timeline_tag, with_blocking_task,
-};
-#[cfg(feature = "console")]
-pub(crate) use cells::{console_poll, with_console_poll};
-pub(crate) use current::{
-    in_a_pool, io_driver, try_current, with_current, with_current_driver, with_current_worker,
-};
+pub(crate) mod cells;
+pub(crate) mod current;
 
 use crate::scheduler::block_on::Signal;
-use crate::scheduler::{Registry, WorkerThread};
-use crate::task::TaskId;
+use crate::scheduler::registry::Registry;
+use crate::scheduler::worker::WorkerThread;
+use crate::task::id::TaskId;
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell};
 use std::future::Future;

@@ -16,8 +16,7 @@
 //! first file operation), `POOL_FS` is not `blocking` and the pool was not
 //! built with `Builder::io_uring(false)`.
 
-use crate::context;
-use crate::scheduler::Registry;
+use crate::scheduler::registry::Registry;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -54,7 +53,7 @@ pub(super) struct Engine {
 impl Engine {
     /// The current pool's engine (see `context::with_current`).
     pub(super) fn current() -> Engine {
-        context::with_current_worker(|registry, worker| Engine {
+        crate::context::current::with_current_worker(|registry, worker| Engine {
             registry: Arc::clone(registry),
             // This worker's own ring (see `io/uring.rs`).
             #[cfg(target_os = "linux")]
@@ -125,14 +124,14 @@ struct ClockHold(Arc<Registry>);
 
 impl ClockHold {
     fn new(registry: &Arc<Registry>) -> ClockHold {
-        registry.sleep().hold();
+        registry.sleep_manager().hold();
         ClockHold(Arc::clone(registry))
     }
 }
 
 impl Drop for ClockHold {
     fn drop(&mut self) {
-        self.0.sleep().release_hold();
+        self.0.sleep_manager().release_hold();
     }
 }
 

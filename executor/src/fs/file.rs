@@ -108,13 +108,16 @@ impl Buf {
 impl File {
     /// Open `path` for reading (as [`std::fs::File::open`]).
     pub async fn open(path: impl AsRef<Path>) -> io::Result<File> {
-        super::OpenOptions::new().read(true).open(path).await
+        crate::fs::open_options::OpenOptions::new()
+            .read(true)
+            .open(path)
+            .await
     }
 
     /// Open `path` for writing, created if missing and truncated if not (as
     /// [`std::fs::File::create`]).
     pub async fn create(path: impl AsRef<Path>) -> io::Result<File> {
-        super::OpenOptions::new()
+        crate::fs::open_options::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
@@ -123,8 +126,8 @@ impl File {
     }
 
     /// Options to open a file with: [`OpenOptions::new`](super::OpenOptions::new).
-    pub fn options() -> super::OpenOptions {
-        super::OpenOptions::new()
+    pub fn options() -> crate::fs::open_options::OpenOptions {
+        crate::fs::open_options::OpenOptions::new()
     }
 
     /// A `File` of an open `std::fs::File`.
@@ -405,9 +408,9 @@ impl futures::io::AsyncSeek for File {
 }
 
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(read: [] File);
+crate::io::tokio_io::impl_tokio_io!(read: [] File);
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(write: [] File);
+crate::io::tokio_io::impl_tokio_io!(write: [] File);
 
 /// tokio's seek: `start_seek` begins it, `poll_complete` ends it.
 #[cfg(feature = "tokio-io")]

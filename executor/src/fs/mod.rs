@@ -58,14 +58,14 @@
 //! }).unwrap();
 //! ```
 
-mod engine;
-mod error;
-mod file;
-mod open_options;
-mod ops;
-mod read_dir;
+pub(crate) mod engine;
+pub(crate) mod error;
+pub(crate) mod file;
+pub(crate) mod open_options;
+pub(crate) mod ops;
+pub(crate) mod read_dir;
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 
 pub use crate::scheduler::FsEngine;
 pub use file::File;

@@ -2,7 +2,8 @@
 //! the ring, the same flags std would pass to `open(2)`).
 
 use super::engine::Engine;
-use super::{error, ops, File};
+use super::{error, ops};
+use crate::fs::file::File;
 use std::io;
 use std::path::Path;
 

@@ -5,8 +5,9 @@
 //! `.ci/run` runs these with the package's own features:
 //! `cargo test -p pool --lib fs::tests`.
 
+use crate::builder::Builder;
+use crate::pool::Pool;
 use crate::time::tests::watchdog;
-use crate::{Builder, Pool};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ fn an_operation_in_flight_holds_a_paused_clock() {
             let path = fifo(&format!("paused-{io_uring}"));
             let read = reader(&path, Duration::from_millis(100));
             p.block_on(async move {
-                let write = crate::spawn(super::write(path, "x"));
+                let write = crate::free_fns::spawn(super::write(path, "x"));
                 let done = crate::time::timeout(Duration::from_secs(3600), write).await;
                 done.expect("the clock jumped while the write was in flight")
                     .unwrap()

@@ -1,7 +1,7 @@
 //! `Connector`: hyper-util's legacy client over pool's TCP streams.
 
 use super::rt::Io;
-use crate::net::TcpStream;
+use crate::net::tcp::TcpStream;
 use hyper::Uri;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use std::future::Future;

@@ -40,9 +40,9 @@
 //! }
 //! ```
 
-mod connector;
-mod rt;
-mod serve;
+pub(crate) mod connector;
+pub(crate) mod rt;
+pub(crate) mod serve;
 
 pub use connector::Connector;
 pub use rt::{Executor, Io, Timer};

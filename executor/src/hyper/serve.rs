@@ -18,7 +18,10 @@
 //!   [`time::timeout`](crate::time::timeout) if a client may hold on.
 
 use super::rt::{Executor, Io, Timer};
-use crate::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use crate::net::tcp::TcpListener;
+use crate::net::tcp::TcpStream;
+use crate::net::unix::UnixListener;
+use crate::net::unix::UnixStream;
 use futures::channel::{mpsc, oneshot};
 use futures::future::{Either, FutureExt};
 use futures::io::{AsyncRead, AsyncWrite};
@@ -364,7 +367,7 @@ where
                 let _ = conn.await;
             }
         };
-        drop(crate::spawn(async move {
+        drop(crate::free_fns::spawn(async move {
             // A handler's panic closes its connection (the client sees it
             // closed with no reply): say so, in pool's words, with what to
             // do when it is tokio code that found no tokio runtime
@@ -373,7 +376,7 @@ where
             if let Err(payload) = AssertUnwindSafe(connection).catch_unwind().await {
                 eprintln!(
                     "pool::hyper::serve: closed a connection whose {}",
-                    crate::JoinError::panic(payload)
+                    crate::task::error::JoinError::panic(payload)
                 );
             }
         }));

@@ -15,8 +15,9 @@
 //!   current tasks first, then each header): a task that changes state
 //!   meanwhile shows one of the states it was in.
 
-use crate::scheduler::Registry;
-use crate::task::{TaskId, COARSE_TICK_NS};
+use crate::scheduler::registry::Registry;
+use crate::task::clock::COARSE_TICK_NS;
+use crate::task::id::TaskId;
 use std::fmt;
 use std::panic::Location;
 use std::time::Duration;

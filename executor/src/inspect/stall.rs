@@ -21,8 +21,9 @@
 //!   `catch_unwind`: a panicking handler is reported by the panic hook and
 //!   the watcher goes on.
 
-use crate::scheduler::{Look, Registry};
-use crate::task::TaskId;
+use crate::scheduler::registry::Registry;
+use crate::scheduler::watcher::Look;
+use crate::task::id::TaskId;
 use crate::unwind::call_quietly;
 use std::panic::Location;
 use std::sync::Arc;

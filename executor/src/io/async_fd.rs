@@ -315,6 +315,6 @@ macro_rules! impl_async_read_write {
 impl_async_read_write!(Async<T>, &Async<T>);
 
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(read: [T: AsFd] Async<T>, ['a, T: AsFd] &'a Async<T>);
+crate::io::tokio_io::impl_tokio_io!(read: [T: AsFd] Async<T>, ['a, T: AsFd] &'a Async<T>);
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(write: [T: AsFd] Async<T>, ['a, T: AsFd] &'a Async<T>);
+crate::io::tokio_io::impl_tokio_io!(write: [T: AsFd] Async<T>, ['a, T: AsFd] &'a Async<T>);

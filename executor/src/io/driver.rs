@@ -26,8 +26,10 @@ use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CL
 use super::timers::Timers;
 #[cfg(target_os = "linux")]
 use super::uring::Ring;
-use crate::scheduler::{DriverBinding, DriverBound, IoDriver};
-use crate::sleep::Park;
+use crate::scheduler::io_driver::Binding as DriverBinding;
+use crate::scheduler::io_driver::Bound as DriverBound;
+use crate::scheduler::io_driver::IoDriver;
+use crate::sleep::park::Park;
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
@@ -664,7 +666,7 @@ mod tests {
         let waker = Waker::noop();
         let polled = io.poll_ready(
             &mut std::task::Context::from_waker(waker),
-            super::super::Direction::Read,
+            crate::io::scheduled_io::Direction::Read,
         );
         assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
         assert!(driver.register(&mut socket).is_err());

@@ -19,22 +19,16 @@
 //! every stream, feature `tokio-io`; `uring.rs`, the io_uring of
 //! `pool::fs`.)
 
-mod async_fd;
-mod clock;
-mod driver;
-mod poll_evented;
-mod scheduled_io;
-mod timer_entry;
-mod timers;
+pub(crate) mod async_fd;
+pub(crate) mod clock;
+pub(crate) mod driver;
+pub(crate) mod poll_evented;
+pub(crate) mod scheduled_io;
+pub(crate) mod timer_entry;
+pub(crate) mod timers;
 #[cfg(feature = "tokio-io")]
-mod tokio_io;
+pub(crate) mod tokio_io;
 #[cfg(target_os = "linux")]
 pub(crate) mod uring;
 
 pub use async_fd::Async;
-pub(crate) use async_fd::{set_nonblocking, FdSource};
-pub(crate) use poll_evented::PollEvented;
-pub(crate) use scheduled_io::Direction;
-pub(crate) use timer_entry::TimerEntry;
-#[cfg(feature = "tokio-io")]
-pub(crate) use tokio_io::impl_tokio_io;

@@ -13,7 +13,6 @@
 
 use super::driver::{shut_down_error, Driver};
 use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
-use crate::context;
 use crate::scheduler::coop;
 use mio::event::Source;
 use mio::Token;
@@ -35,7 +34,7 @@ pub(crate) struct PollEvented<S: Source> {
 impl<S: Source> PollEvented<S> {
     /// Register `source` with the current pool's driver.
     pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
-        let driver = context::io_driver();
+        let driver = crate::context::current::io_driver();
         let (token, io) = driver.register(&mut source)?;
         driver.did_io();
         Ok(PollEvented {

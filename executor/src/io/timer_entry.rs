@@ -14,8 +14,7 @@
 
 use super::driver::Driver;
 use super::timers::{Inserted, TimerKey};
-use crate::context;
-use crate::sleep::Park;
+use crate::sleep::park::Park;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
@@ -30,7 +29,7 @@ impl TimerEntry {
     /// An entry in the current pool's timer store, not registered yet.
     pub(crate) fn new() -> TimerEntry {
         TimerEntry {
-            driver: context::io_driver(),
+            driver: crate::context::current::io_driver(),
             registered: None,
         }
     }

@@ -15,7 +15,7 @@
 //!   worker that leaves its main loop runs what is left in its job deque.
 
 use super::job_latch::SpinLatch;
-use crate::scheduler::JobRef;
+use crate::scheduler::job_ref::JobRef;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

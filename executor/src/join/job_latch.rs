@@ -14,8 +14,8 @@
 //!   (`Registry::wake_worker`).
 
 use crate::context;
-use crate::scheduler::Registry;
-use crate::sleep::CoreLatch;
+use crate::scheduler::registry::Registry;
+use crate::sleep::latch::CoreLatch;
 use crate::sync::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -19,15 +19,16 @@
 //!   first panic is resumed in the caller: `a`'s before `b`'s, the scope
 //!   closure's before its spawns'.
 
-mod job;
-mod job_latch;
-mod scope;
+pub(crate) mod job;
+pub(crate) mod job_latch;
+pub(crate) mod scope;
 
 pub use scope::Scope;
 
 use crate::context;
 use crate::scheduler::block_on::block_on_in;
-use crate::scheduler::{Registry, WorkerThread};
+use crate::scheduler::registry::Registry;
+use crate::scheduler::worker::WorkerThread;
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -99,7 +100,7 @@ where
             return op(w);
         }
     }
-    context::with_current(|registry| in_pool(registry, op))
+    crate::context::current::with_current(|registry| in_pool(registry, op))
 }
 
 /// Run `op` on a worker of `registry`: here if this thread is one, else in

@@ -13,7 +13,7 @@
 use super::job::HeapJob;
 use super::job_latch::CountLatch;
 use crate::context;
-use crate::scheduler::WorkerThread;
+use crate::scheduler::worker::WorkerThread;
 use crate::unwind::discard;
 use std::any::Any;
 use std::marker::PhantomData;

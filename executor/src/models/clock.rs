@@ -5,7 +5,7 @@
 //! The stand-in driver here keeps a paused clock and its timers under one
 //! lock, as the timer store does: its `park` jumps (and fires the earliest
 //! timers) if the pool `is_quiet`, else blocks until an unpark, and its
-//! `pool_quiet` unparks it. The real `Sleep` and `Activity` do the rest.
+//! `pool_quiet` unparks it. The real `SleepManager` and `Activity` do the rest.
 //!
 //! Two properties, each with a teeth check in `scripts/loom`:
 //!
@@ -24,7 +24,7 @@
 
 use super::park::Forward;
 use super::sleep::{idle_until, Outcome, Queue};
-use crate::sleep::{CoreLatch, Park, Sleep};
+use crate::sleep::{CoreLatch, Park, SleepManager};
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -112,10 +112,10 @@ impl Park for StandInClock {
 }
 
 /// A pool of `workers` whose driver (enabled) has a paused clock.
-fn paused_pool(workers: usize) -> (Arc<Sleep>, Arc<StandInClock>) {
+fn paused_pool(workers: usize) -> (Arc<SleepManager>, Arc<StandInClock>) {
     let clock = Arc::new(StandInClock::default());
     let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(Forward(clock.clone()));
-    let sleep = Arc::new(Sleep::new(workers, None, Some(park), None));
+    let sleep = Arc::new(SleepManager::new(workers, None, Some(park), None));
     sleep.enable_driver();
     (sleep, clock)
 }

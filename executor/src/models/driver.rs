@@ -11,14 +11,14 @@ use super::sleep::{
     shutdown_model, two_sleepers_model, Outcome, Queue,
 };
 use crate::sleep::CoreLatch;
-use crate::sleep::{Park, Sleep};
+use crate::sleep::{Park, SleepManager};
 use loom::sync::Arc;
 use loom::thread;
 use std::task::Waker;
 
-/// A `Sleep` whose first sleeper blocks in a stand-in driver, as in a pool
+/// A `SleepManager` whose first sleeper blocks in a stand-in driver, as in a pool
 /// that has used I/O; and that driver, to deliver readiness.
-pub(super) fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
+pub(super) fn with_driver(workers: usize) -> (Arc<SleepManager>, Arc<StandInDriver>) {
     let (sleep, driver) = with_driver_disabled(workers);
     // As after the pool's first socket or timer.
     sleep.enable_driver();
@@ -27,11 +27,11 @@ pub(super) fn with_driver(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
 
 /// As a new pool: the driver is there, but sleepers use their condvars until
 /// the first socket or timer enables it.
-fn with_driver_disabled(workers: usize) -> (Arc<Sleep>, Arc<StandInDriver>) {
+fn with_driver_disabled(workers: usize) -> (Arc<SleepManager>, Arc<StandInDriver>) {
     let driver = Arc::new(StandInDriver::default());
     let park: std::sync::Arc<dyn Park> = std::sync::Arc::new(Forward(driver.clone()));
     (
-        Arc::new(Sleep::new(workers, None, Some(park), None)),
+        Arc::new(SleepManager::new(workers, None, Some(park), None)),
         driver,
     )
 }
@@ -92,7 +92,7 @@ fn two_sleepers_one_in_the_driver_one_injected_job_wakes_at_most_one() {
     });
 }
 
-/// The pool's first socket (`Sleep::enable_driver`) races a worker falling
+/// The pool's first socket (`SleepManager::enable_driver`) races a worker falling
 /// asleep on its condvar; readiness then comes for that socket. If enabling
 /// missed the sleeper, nobody would be in the driver to see the readiness:
 /// loom's deadlock.
@@ -111,7 +111,7 @@ fn enabling_the_driver_never_leaves_readiness_unwatched() {
 /// worker must end its idle period with it (loom's deadlock if nobody is
 /// in the driver to see it).
 fn readiness_reaches_a_sleeper(
-    sleep: &Arc<Sleep>,
+    sleep: &Arc<SleepManager>,
     driver: &StandInDriver,
     index: usize,
     race: impl FnOnce(),
@@ -129,7 +129,7 @@ fn readiness_reaches_a_sleeper(
 /// A worker falls asleep while a busy worker holds the driver for a poll
 /// without blocking (`WorkerThread::poll_driver`); readiness then comes.
 /// If the sleeper found the driver held, blocked on its condvar, and the
-/// holder's release did not wake it (`Sleep::driver_released`), nobody
+/// holder's release did not wake it (`SleepManager::driver_released`), nobody
 /// would be in the driver to see the readiness: loom's deadlock. The
 /// teeth check removes the missing sleeper's fence (#6).
 #[test]

@@ -7,7 +7,7 @@
 //! while it sleeps wakes it too.
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until_in, Outcome, Queue};
-use crate::sleep::{CoreLatch, Host, Sleep};
+use crate::sleep::{CoreLatch, Host, SleepManager};
 use crate::sync::{Condvar, Mutex};
 use loom::sync::Arc;
 use loom::thread;
@@ -83,7 +83,7 @@ impl Host for StandInHost {
 fn an_injected_job_reaches_a_worker_asleep_in_its_host() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("host_injected", &N, || {
-        let sleep = Arc::new(Sleep::new(1, None, None, None));
+        let sleep = Arc::new(SleepManager::new(1, None, None, None));
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let worker = {
@@ -109,7 +109,7 @@ fn an_injected_job_reaches_a_worker_asleep_in_its_host() {
 fn a_job_its_own_host_posts_while_the_worker_sleeps_wakes_it() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("host_posts_to_its_sleeper", &N, || {
-        let sleep = Arc::new(Sleep::new(1, None, None, None));
+        let sleep = Arc::new(SleepManager::new(1, None, None, None));
         let injector = Arc::new(Queue::new());
         let worker = {
             let (sleep, injector) = (sleep.clone(), injector.clone());

@@ -1,6 +1,6 @@
 //! A `spawn_local` task woken on another thread (`sleep/inbox.rs`): the
 //! poster pushes into its worker's inbox and wakes that worker if it
-//! sleeps (`Sleep::post_home`); the worker searches its inbox, and looks at
+//! sleeps (`SleepManager::post_home`); the worker searches its inbox, and looks at
 //! it once more in its final check before it blocks. Whatever the
 //! interleaving, the worker gets the task, on its condvar and in the
 //! driver, and a second worker that sleeps too is not woken for it.
@@ -11,7 +11,7 @@
 
 use super::driver::with_driver;
 use super::sleep::{assert_counters_at_rest, without_driver};
-use crate::sleep::{CoreLatch, Inbox, Sleep};
+use crate::sleep::{CoreLatch, Inbox, SleepManager};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -19,7 +19,7 @@ use loom::thread;
 /// inbox is `inbox`: search it, count a fruitless round, get sleepy, sleep.
 /// Returns what it took, or `None` if its latch was set.
 fn idle_until_inbox(
-    sleep: &Sleep,
+    sleep: &SleepManager,
     index: usize,
     latch: &CoreLatch,
     inbox: &Inbox<u32>,
@@ -58,7 +58,7 @@ fn idle_until_inbox(
 /// thread) posts a task to its inbox. With `second_sleeper`, worker 1 idles
 /// too: the post wakes worker 0 by name, never "some sleeper", and worker 1
 /// is stopped by its latch at the end.
-fn local_wake_model(sleep: Arc<Sleep>, second_sleeper: bool) {
+fn local_wake_model(sleep: Arc<SleepManager>, second_sleeper: bool) {
     let inbox = Arc::new(Inbox::new());
     let home = {
         let (sleep, inbox) = (sleep.clone(), inbox.clone());

@@ -45,18 +45,18 @@
 //! pool_loom_relaxed_shares` relaxes a task share's give-back, and loom
 //! must find a holder's read of the pool racing its free (`shares.rs`).
 
-mod block_on;
-mod clock;
-mod counters;
-mod driver;
-mod host;
-mod inbox;
-mod join;
-mod latch;
-mod park;
-mod shares;
-mod sleep;
-mod watcher;
+pub(crate) mod block_on;
+pub(crate) mod clock;
+pub(crate) mod counters;
+pub(crate) mod driver;
+pub(crate) mod host;
+pub(crate) mod inbox;
+pub(crate) mod join;
+pub(crate) mod latch;
+pub(crate) mod park;
+pub(crate) mod shares;
+pub(crate) mod sleep;
+pub(crate) mod watcher;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

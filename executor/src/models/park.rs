@@ -59,7 +59,7 @@ impl Park for StandInDriver {
     fn pool_quiet(&self) {}
 }
 
-/// `Sleep` holds a `std::sync::Arc<dyn Park>`; a model keeps a loom `Arc`
+/// `SleepManager` holds a `std::sync::Arc<dyn Park>`; a model keeps a loom `Arc`
 /// to the same stand-in (to deliver readiness, to read its clock).
 #[derive(Debug)]
 pub(super) struct Forward<P>(pub(super) Arc<P>);

@@ -2,7 +2,7 @@
 //! is posted, from a worker (internal job) or from outside (injected job),
 //! and while the pool shuts down.
 
-use crate::sleep::{CoreLatch, Host, Sleep};
+use crate::sleep::{CoreLatch, Host, SleepManager};
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -35,11 +35,11 @@ impl Queue {
     }
 }
 
-/// The idle phase of `WorkerThread::wait_until`, with the real `Sleep`:
+/// The idle phase of `WorkerThread::wait_until`, with the real `SleepManager`:
 /// search, count a fruitless round, get sleepy, sleep. Returns whether this
 /// worker found the job (else its latch was set).
 fn idle_worker(
-    sleep: &Sleep,
+    sleep: &SleepManager,
     index: usize,
     latch: &CoreLatch,
     queues: &[&Queue],
@@ -61,7 +61,7 @@ pub(super) enum Outcome {
 
 /// `idle_worker`, telling how the idle period ended.
 pub(super) fn idle_until(
-    sleep: &Sleep,
+    sleep: &SleepManager,
     index: usize,
     latch: &CoreLatch,
     queues: &[&Queue],
@@ -72,7 +72,7 @@ pub(super) fn idle_until(
 
 /// `idle_until`, sleeping in `host` (if any) instead of on the condvar.
 pub(super) fn idle_until_in(
-    sleep: &Sleep,
+    sleep: &SleepManager,
     index: usize,
     latch: &CoreLatch,
     queues: &[&Queue],
@@ -108,11 +108,11 @@ fn sees_queued_jobs(queues: &[&Queue], injector: &Queue) -> bool {
 
 /// Make the JEC odd, as after earlier work: the case where a poster only
 /// reads the counters, so only the fences order it against a sleeper.
-pub(super) fn after_earlier_work(sleep: &Sleep) {
+pub(super) fn after_earlier_work(sleep: &SleepManager) {
     sleep.new_internal_jobs(1);
 }
 
-pub(super) fn assert_counters_at_rest(sleep: &Sleep) {
+pub(super) fn assert_counters_at_rest(sleep: &SleepManager) {
     let c = sleep.counters_for_test();
     assert_eq!(c.sleeping_threads(), 0, "{c:?}");
     assert_eq!(c.inactive_threads(), 0, "{c:?}");
@@ -121,7 +121,7 @@ pub(super) fn assert_counters_at_rest(sleep: &Sleep) {
 /// Run idle periods until the worker takes the job or its latch is set. A
 /// sleep in the driver that brings readiness ends a period too: the worker
 /// would run that task, then look again.
-pub(super) fn idle_until_job(sleep: &Sleep, latch: &CoreLatch, injector: &Queue) -> Vec<Outcome> {
+pub(super) fn idle_until_job(sleep: &SleepManager, latch: &CoreLatch, injector: &Queue) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     loop {
         let outcome = idle_until(sleep, 0, latch, &[], injector);
@@ -133,7 +133,7 @@ pub(super) fn idle_until_job(sleep: &Sleep, latch: &CoreLatch, injector: &Queue)
 }
 
 /// One worker of `sleep` idles while an outside thread injects a job.
-pub(super) fn injected_job_model(sleep: Arc<Sleep>, earlier_work: bool) {
+pub(super) fn injected_job_model(sleep: Arc<SleepManager>, earlier_work: bool) {
     if earlier_work {
         after_earlier_work(&sleep);
     }
@@ -158,8 +158,8 @@ pub(super) fn injected_job_model(sleep: Arc<Sleep>, earlier_work: bool) {
     assert_counters_at_rest(&sleep);
 }
 
-pub(super) fn without_driver(workers: usize) -> Arc<Sleep> {
-    Arc::new(Sleep::new(workers, None, None, None))
+pub(super) fn without_driver(workers: usize) -> Arc<SleepManager> {
+    Arc::new(SleepManager::new(workers, None, None, None))
 }
 
 /// The teeth check: `scripts/loom` runs this model with each fence removed
@@ -253,7 +253,7 @@ fn a_job_whose_tickle_counted_on_a_worker_that_found_other_work_is_not_stranded(
 }
 
 /// Shutdown (step 1 of `scheduler::shutdown`) races worker 0 of `sleep` falling asleep.
-pub(super) fn shutdown_model(sleep: Arc<Sleep>) {
+pub(super) fn shutdown_model(sleep: Arc<SleepManager>) {
     let terminate = Arc::new(CoreLatch::new());
     let injector = Arc::new(Queue::new());
     let worker = {
@@ -280,7 +280,7 @@ fn shutdown_racing_a_worker_falling_asleep_always_ends_it() {
 
 /// Both workers of `sleep` idle while one job is injected: it wakes at most
 /// one of them, and exactly one takes it.
-pub(super) fn two_sleepers_model(sleep: Arc<Sleep>) {
+pub(super) fn two_sleepers_model(sleep: Arc<SleepManager>) {
     after_earlier_work(&sleep);
     let injector = Arc::new(Queue::new());
     let latches = Arc::new([CoreLatch::new(), CoreLatch::new()]);

@@ -16,7 +16,7 @@ use loom::thread;
 fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("watcher_lifo_rescue", &N, || {
-        let sleep = Arc::new(Sleep::new(2, None, None, None));
+        let sleep = Arc::new(SleepManager::new(2, None, None, None));
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let slot = Arc::new(TaskSlot::<()>::new());
@@ -70,8 +70,8 @@ fn a_worker_woken_from_its_sleep_finds_the_watcher_looking() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     super::model("watcher_unpark_on_wake", &N, || {
         // A pool with a stall handler: a wake of a sleeping worker unparks
-        // the watcher (`Sleep::watching_wakes`).
-        let sleep = Arc::new(Sleep::new(1, None, None, None).watching_wakes());
+        // the watcher (`SleepManager::watching_wakes`).
+        let sleep = Arc::new(SleepManager::new(1, None, None, None).watching_wakes());
         after_earlier_work(&sleep);
         let injector = Arc::new(Queue::new());
         let latch = Arc::new(CoreLatch::new());

@@ -106,11 +106,11 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
     async move {
         let lookup = match resolution? {
             Resolution::Done(addrs) => return Ok(addrs),
-            Resolution::Lookup(host, port) => crate::spawn_blocking(move || {
+            Resolution::Lookup(host, port) => crate::free_fns::spawn_blocking(move || {
                 Ok((host.as_str(), port).to_socket_addrs()?.collect())
             }),
             Resolution::LookupStr(s) => {
-                crate::spawn_blocking(move || Ok(s.as_str().to_socket_addrs()?.collect()))
+                crate::free_fns::spawn_blocking(move || Ok(s.as_str().to_socket_addrs()?.collect()))
             }
         };
         lookup

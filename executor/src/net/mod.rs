@@ -107,10 +107,10 @@ macro_rules! impl_stream_io {
     )*};
 }
 
-mod addr;
-mod tcp;
-mod udp;
-mod unix;
+pub(crate) mod addr;
+pub(crate) mod tcp;
+pub(crate) mod udp;
+pub(crate) mod unix;
 
 pub use addr::lookup_host;
 pub use tcp::{TcpListener, TcpStream};

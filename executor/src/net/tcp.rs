@@ -1,7 +1,8 @@
 //! `TcpListener` and `TcpStream`.
 
 use super::each_addr;
-use crate::io::{Direction, PollEvented};
+use crate::io::poll_evented::PollEvented;
+use crate::io::scheduled_io::Direction;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
@@ -187,9 +188,9 @@ impl fmt::Debug for TcpStream {
 impl_stream_io!(TcpStream, &TcpStream);
 
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(read: [] TcpStream, ['a] &'a TcpStream);
+crate::io::tokio_io::impl_tokio_io!(read: [] TcpStream, ['a] &'a TcpStream);
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(write: [] TcpStream, ['a] &'a TcpStream);
+crate::io::tokio_io::impl_tokio_io!(write: [] TcpStream, ['a] &'a TcpStream);
 
 #[cfg(unix)]
 super::impl_as_fd!(TcpListener, TcpStream);

@@ -1,7 +1,8 @@
 //! `UdpSocket`.
 
 use super::each_addr;
-use crate::io::{Direction, PollEvented};
+use crate::io::poll_evented::PollEvented;
+use crate::io::scheduled_io::Direction;
 use std::fmt;
 use std::future::poll_fn;
 use std::io;

@@ -1,7 +1,8 @@
 //! `UnixListener`, `UnixStream` and `UnixDatagram`: Unix domain sockets on
 //! the current pool's driver, through the same readiness path as TCP.
 
-use crate::io::{Direction, PollEvented};
+use crate::io::poll_evented::PollEvented;
+use crate::io::scheduled_io::Direction;
 use crate::time::sleep;
 use std::fmt;
 use std::future::poll_fn;
@@ -268,9 +269,9 @@ impl fmt::Debug for UnixStream {
 impl_stream_io!(UnixStream, &UnixStream);
 
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(read: [] UnixStream, ['a] &'a UnixStream);
+crate::io::tokio_io::impl_tokio_io!(read: [] UnixStream, ['a] &'a UnixStream);
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(write: [] UnixStream, ['a] &'a UnixStream);
+crate::io::tokio_io::impl_tokio_io!(write: [] UnixStream, ['a] &'a UnixStream);
 
 /// A Unix datagram socket.
 ///

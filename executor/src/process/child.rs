@@ -23,7 +23,9 @@
 //!   before anything could reap the child (only its parent can), so the pid
 //!   cannot have been reused.
 
-use crate::io::{Direction, FdSource, PollEvented};
+use crate::io::async_fd::FdSource;
+use crate::io::poll_evented::PollEvented;
+use crate::io::scheduled_io::Direction;
 use crate::signal::unix::{signal, Signal, SignalKind};
 use std::fmt;
 use std::future::poll_fn;
@@ -283,7 +285,7 @@ impl Reaper {
     /// Reap `inner` when it exits: in a task of the current pool, else
     /// (no pool) at the next spawn.
     fn start(inner: Inner) {
-        match crate::Handle::try_current() {
+        match crate::handle::Handle::try_current() {
             Some(pool) => drop(pool.spawn(Reaper(Some(inner)).run())),
             None => orphan(inner.process),
         }

@@ -33,8 +33,8 @@
 //! # });
 //! ```
 
-mod child;
-mod pipe;
+pub(crate) mod child;
+pub(crate) mod pipe;
 
 pub use child::Child;
 pub use pipe::{ChildStderr, ChildStdin, ChildStdout};

@@ -2,7 +2,9 @@
 //! non-blocking pipes on the current pool's driver (`PollEvented`, the
 //! readiness path of every socket).
 
-use crate::io::{set_nonblocking, FdSource, PollEvented};
+use crate::io::async_fd::set_nonblocking;
+use crate::io::async_fd::FdSource;
+use crate::io::poll_evented::PollEvented;
 use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::fs::File;
@@ -108,9 +110,9 @@ macro_rules! impl_read {
 impl_read!(ChildStdout, ChildStderr);
 
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(read: [] ChildStdout, [] ChildStderr);
+crate::io::tokio_io::impl_tokio_io!(read: [] ChildStdout, [] ChildStderr);
 #[cfg(feature = "tokio-io")]
-crate::io::impl_tokio_io!(write: [] ChildStdin);
+crate::io::tokio_io::impl_tokio_io!(write: [] ChildStdin);
 
 impl AsyncWrite for ChildStdin {
     fn poll_write(

@@ -26,7 +26,8 @@ use super::coop;
 use super::registry::Registry;
 use super::timeline::Kind;
 use crate::context;
-use crate::sleep::{CoreLatch, ThreadLatch};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::latch::ThreadLatch;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -98,7 +99,7 @@ impl Signal {
         match self {
             Signal::Thread(t) => t.wait(),
             Signal::PoolThread { latch, registry } => {
-                latch.wait_then(|| registry.sleep().release_hold());
+                latch.wait_then(|| registry.sleep_manager().release_hold());
             }
             Signal::Worker { latch, .. } => {
                 let worker = context::worker()
@@ -120,7 +121,7 @@ impl Wake for Signal {
         match &**self {
             Signal::Thread(t) => t.set(),
             Signal::PoolThread { latch, registry } => {
-                latch.set_then(|| registry.sleep().hold());
+                latch.set_then(|| registry.sleep_manager().hold());
             }
             Signal::Worker {
                 latch,
@@ -162,10 +163,10 @@ struct Holding<'a> {
 impl<'a> Holding<'a> {
     fn enter(registry: &'a Arc<Registry>) -> Holding<'a> {
         let key = Arc::as_ptr(registry) as usize;
-        let outer = context::replace_clock_held(key);
+        let outer = crate::context::cells::replace_clock_held(key);
         if outer != key {
             // Awake from here until the first sleep (or the end).
-            registry.sleep().hold();
+            registry.sleep_manager().hold();
         }
         Holding { registry, outer }
     }
@@ -173,9 +174,9 @@ impl<'a> Holding<'a> {
 
 impl Drop for Holding<'_> {
     fn drop(&mut self) {
-        let key = context::replace_clock_held(self.outer);
+        let key = crate::context::cells::replace_clock_held(self.outer);
         if self.outer != key {
-            self.registry.sleep().release_hold();
+            self.registry.sleep_manager().release_hold();
         }
     }
 }

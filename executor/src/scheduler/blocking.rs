@@ -32,7 +32,8 @@ use super::config::BlockingConfig;
 use super::registry::Registry;
 use super::thread_name::ThreadKind;
 use crate::context;
-use crate::task::{cancel, Runnable};
+use crate::task::future::cancel;
+use crate::task::header::Runnable;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -285,7 +286,7 @@ impl BlockingPool {
         // Queued or running, the closure holds a paused clock; its thread
         // lets go after it ran, that is after its result woke its awaiter
         // (`sleep/activity.rs`).
-        registry.sleep().hold();
+        registry.sleep_manager().hold();
         st.queue.push_back(runnable);
         if st.shutdown {
             return; // shutdown drains the queue
@@ -321,7 +322,7 @@ impl BlockingPool {
                 drop(st);
                 if let Some(runnable) = runnable {
                     cancel(runnable);
-                    registry.sleep().release_hold();
+                    registry.sleep_manager().release_hold();
                 }
             }
             Err(_) => {} // a running thread will get to it
@@ -341,8 +342,8 @@ impl BlockingPool {
                 drop(st);
                 // Panics of the closure are caught inside `TaskFuture`.
                 let id = runnable.metadata().id();
-                context::with_blocking_task(id, || runnable.run());
-                registry.sleep().release_hold();
+                crate::context::cells::with_blocking_task(id, || runnable.run());
+                registry.sleep_manager().release_hold();
                 st = self.state.lock();
             }
             if st.shutdown {
@@ -415,7 +416,7 @@ impl BlockingPool {
         st.drained = true;
         let drained = std::mem::take(&mut st.queue);
         // They never run: none holds the clock any more.
-        drained.iter().for_each(|_| registry.sleep().release_hold());
+        drained.iter().for_each(|_| registry.sleep_manager().release_hold());
         drained
     }
 }

@@ -8,7 +8,8 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
-use crate::sleep::{DeadlockHandler, THREADS_MAX};
+use crate::sleep::counters::THREADS_MAX;
+use crate::sleep::deadlock::Handler as DeadlockHandler;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;

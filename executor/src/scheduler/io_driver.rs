@@ -11,7 +11,7 @@
 //! that type, back to the sockets and timers of `io/` (`Registry::io_driver`)
 //! while no file of the scheduler imports `io/`.
 
-use crate::sleep::Park;
+use crate::sleep::park::Park;
 use std::io;
 use std::task::Waker;
 

@@ -26,7 +26,7 @@
 //!   where it last ran, or by a shutdown).
 
 use super::poll_times::PollTimes;
-use crate::task::TaskId;
+use crate::task::id::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

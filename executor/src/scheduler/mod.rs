@@ -32,40 +32,31 @@
 //! `../context/`, on this floor too, holds every thread-local of the crate.
 
 pub(crate) mod block_on;
-mod blocking;
-mod config;
+pub(crate) mod blocking;
+pub(crate) mod config;
 #[cfg(feature = "console")]
 pub(crate) mod console;
 pub(crate) mod coop;
 pub(crate) mod global;
-mod io_driver;
-mod job_ref;
-mod metrics;
-mod poll_times;
-mod registry;
-mod shutdown;
-mod shutdown_state;
+pub(crate) mod io_driver;
+pub(crate) mod job_ref;
+pub(crate) mod metrics;
+pub(crate) mod poll_times;
+pub(crate) mod registry;
+pub(crate) mod shutdown;
+pub(crate) mod shutdown_state;
 pub(crate) mod slot;
-mod spawn;
-mod start;
-mod thread_name;
-mod threads;
-mod timeline;
+pub(crate) mod spawn;
+pub(crate) mod start;
+pub(crate) mod thread_name;
+pub(crate) mod threads;
+pub(crate) mod timeline;
 #[cfg(feature = "tokio-compat")]
-mod tokio_compat;
-mod watcher;
-mod worker;
+pub(crate) mod tokio_compat;
+pub(crate) mod watcher;
+pub(crate) mod worker;
 
-pub(crate) use config::{invalid_input, Config};
-pub(crate) use io_driver::{Binding as DriverBinding, Bound as DriverBound, Driver, IoDriver};
-pub(crate) use job_ref::JobRef;
 pub use metrics::{FsEngine, Metrics, WorkerMetrics};
 pub use poll_times::{Bucket, Histogram};
-pub(crate) use registry::Registry;
 pub(crate) use shutdown::shutdown;
 pub(crate) use start::start;
-#[cfg(feature = "console")]
-pub(crate) use thread_name::ThreadKind;
-pub(crate) use threads::Threads;
-pub(crate) use watcher::Look;
-pub(crate) use worker::WorkerThread;

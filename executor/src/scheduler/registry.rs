@@ -36,10 +36,23 @@ use super::poll_times::{self, Histogram, PollClock};
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::timeline::Timeline;
-use super::worker::{steal_one, WorkerThread};
+use super::worker::WorkerThread;
 use crate::context;
-use crate::sleep::{CoreLatch, DeadlockDetector, DeadlockHandler, Inbox, Park, Sleep, WakeNote};
-use crate::task::{self, cancel, CoarseClock, OwnedTasks, Runnable, Slot, TaskHeader, TaskShares};
+use crate::scheduler::worker::search::steal_one;
+use crate::sleep::deadlock::DeadlockDetector;
+use crate::sleep::deadlock::Handler as DeadlockHandler;
+use crate::sleep::inbox::Inbox;
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::park::Park;
+use crate::sleep::{SleepManager, WakeNote};
+use crate::task::clock::CoarseClock;
+use crate::task::future::cancel;
+use crate::task::header::Runnable;
+use crate::task::header::TaskHeader;
+use crate::task::owned::OwnedTasks;
+use crate::task::owned::Slot;
+use crate::task::share::TaskShares;
+use crate::task::{self};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
@@ -80,7 +93,7 @@ pub(crate) type TokioGuard<'a> = Option<std::marker::PhantomData<&'a ()>>;
 pub(crate) struct Registry {
     injector: Injector<Runnable>,
     workers: Box<[WorkerInfo]>,
-    sleep: Sleep,
+    sleep: SleepManager,
     /// The I/O driver and timers; the sleep manager holds it too.
     io: Arc<Driver>,
     tasks: OwnedTasks,
@@ -211,10 +224,11 @@ impl Registry {
         // The user's handler runs with this thread marked as in it, so that
         // `mark_blocked` there panics instead of deadlocking.
         let deadlock = config.deadlock_handler.map(|user| {
-            let handler: DeadlockHandler = Arc::new(move || context::run_deadlock_handler(&*user));
+            let handler: DeadlockHandler =
+                Arc::new(move || crate::context::cells::run_deadlock_handler(&*user));
             DeadlockDetector::new(n, handler)
         });
-        let sleep = Sleep::new(
+        let sleep = SleepManager::new(
             n,
             deadlock,
             Some(Arc::clone(&io) as Arc<dyn Park>),
@@ -333,7 +347,7 @@ impl Registry {
     }
 
     #[inline]
-    pub(crate) fn sleep(&self) -> &Sleep {
+    pub(crate) fn sleep_manager(&self) -> &SleepManager {
         &self.sleep
     }
 
@@ -568,7 +582,7 @@ impl Registry {
     }
 
     /// The pool's I/O driver, for a new socket or timer: the first such use
-    /// lets a sleeper block in the driver from then on (`Sleep::enable_driver`).
+    /// lets a sleeper block in the driver from then on (`SleepManager::enable_driver`).
     #[inline]
     pub(crate) fn io_driver(&self) -> &Arc<Driver> {
         let woken = self.sleep.enable_driver();
@@ -611,8 +625,8 @@ impl Registry {
         let ring_ops = self.io.ring_ops();
         m.fs_ring_ops = ring_ops.unwrap_or(0);
         m.fs_engine = match ring_ops {
-            Some(_) => Some(super::FsEngine::IoUring),
-            None if m.fs_blocking_ops > 0 => Some(super::FsEngine::Blocking),
+            Some(_) => Some(crate::scheduler::metrics::FsEngine::IoUring),
+            None if m.fs_blocking_ops > 0 => Some(crate::scheduler::metrics::FsEngine::Blocking),
             None => None,
         };
         m

@@ -41,7 +41,7 @@ use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::threads::Threads;
 use crate::context;
-use crate::task::cancel;
+use crate::task::future::cancel;
 use std::sync::Arc;
 use std::task::Waker;
 use std::thread;
@@ -57,7 +57,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
 
     // 1. Refuse new work and stop everyone.
     registry.shutdown_state().begin();
-    registry.sleep().watcher().stop();
+    registry.sleep_manager().watcher().stop();
     registry.blocking().begin_shutdown();
     #[cfg(feature = "console")]
     if let Some(console) = threads.console.take() {

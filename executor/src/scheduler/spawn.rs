@@ -23,7 +23,13 @@ use super::blocking::BlockingTask;
 use super::registry::Registry;
 use super::worker::WorkerThread;
 use crate::context;
-use crate::task::{cancel, JoinHandle, Runnable, TaskFuture, TaskHeader, TaskId, TaskKind};
+use crate::task::future::cancel;
+use crate::task::future::TaskFuture;
+use crate::task::header::Runnable;
+use crate::task::header::TaskHeader;
+use crate::task::header::TaskKind;
+use crate::task::id::TaskId;
+use crate::task::join_handle::JoinHandle;
 use async_task::{ScheduleInfo, WithInfo};
 use std::future::Future;
 use std::panic::Location;
@@ -141,7 +147,7 @@ impl Registry {
     /// every spawn (measured: `OwnedTasks::remove` was pool's largest symbol
     /// in spawn_many_remote).
     fn outside_spawn(&self) -> (usize, TaskId) {
-        let (hint, id) = context::outside_spawn();
+        let (hint, id) = crate::context::cells::outside_spawn();
         let workers = self.num_workers();
         (workers + hint % (self.tasks().shard_count() - workers), id)
     }

@@ -50,8 +50,8 @@ use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::thread_name::{set_kernel_name, ThreadKind};
 use crate::context;
-use crate::sleep::Host;
-use crate::task::coarse_now_ns;
+use crate::sleep::park::Host;
+use crate::task::clock::coarse_now_ns;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};
@@ -368,7 +368,7 @@ impl WorkerHost {
             // on unparks the driver, which makes the descriptor readable.
             // With the pool's clock paused, this is where it jumps (when
             // the pool is quiet): the timers it fired are work.
-            let sleep = self.registry.sleep();
+            let sleep = self.registry.sleep_manager();
             let deadline = io.park_deadline(&|| sleep.is_quiet(), wakers);
             if !wakers.is_empty() {
                 return true;

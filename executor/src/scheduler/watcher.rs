@@ -47,7 +47,7 @@
 
 use super::registry::Registry;
 use super::slot::TaskSlot;
-use crate::task::TaskHeader;
+use crate::task::header::TaskHeader;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,8 +75,8 @@ pub(crate) trait Look: Send + 'static {
 /// The body of the watcher thread; `look` runs at each of its looks.
 pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
     set_timer_slack();
-    let watch = registry.sleep().watcher();
-    let all_asleep = || registry.sleep().all_asleep();
+    let watch = registry.sleep_manager().watcher();
+    let all_asleep = || registry.sleep_manager().all_asleep();
     // Each worker's poll count at the last look, and whether its deferred
     // task was there then.
     let polls_now = || -> Vec<(u64, bool)> {
@@ -119,7 +119,7 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
         // A rescue helps only if some worker is idle or asleep to run the
         // task: with every worker busy it would wait in the injector instead
         // of the slot, and lose its warm cache for nothing.
-        let someone_idle = registry.sleep().any_inactive();
+        let someone_idle = registry.sleep_manager().any_inactive();
         for (w, (last, deferred_seen)) in registry.workers().iter().zip(last.iter_mut()) {
             // Relaxed: a statistics counter; a stale value only delays a
             // rescue by a tick, or makes one a tick early (a rescue moves a

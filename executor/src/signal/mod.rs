@@ -28,7 +28,7 @@
 //! }
 //! ```
 
-mod registry;
+pub(crate) mod registry;
 pub mod unix;
 
 use std::io;

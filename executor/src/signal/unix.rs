@@ -1,7 +1,9 @@
 //! Unix signals: [`signal`], [`Signal`], [`SignalKind`].
 
 use super::registry::{self, Slot};
-use crate::io::{Direction, FdSource, PollEvented};
+use crate::io::async_fd::FdSource;
+use crate::io::poll_evented::PollEvented;
+use crate::io::scheduled_io::Direction;
 use crate::scheduler::coop;
 use futures::Stream;
 use std::fmt;

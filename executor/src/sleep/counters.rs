@@ -149,7 +149,7 @@ impl AtomicCounters {
 
     /// A worker found work or stopped searching (idle -> active). Returns
     /// the number of sleeping workers (Rayon's returns how many to wake; the
-    /// caller here decides, see `Sleep::work_found`).
+    /// caller here decides, see `SleepManager::work_found`).
     pub(crate) fn sub_inactive_thread(&self) -> usize {
         let old = Counters {
             word: self.value.fetch_sub(ONE_INACTIVE, Ordering::SeqCst),

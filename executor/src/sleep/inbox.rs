@@ -3,7 +3,7 @@
 //! A `spawn_local` task may only run on the worker that spawned it, but its
 //! waker may fire anywhere. A wake from another thread pushes the runnable
 //! into its worker's inbox, then wakes that worker if it sleeps
-//! (`Sleep::wake_specific_thread`). The worker takes everything from its
+//! (`SleepManager::wake_specific_thread`). The worker takes everything from its
 //! inbox when it searches, and looks at it once more in its final check
 //! before it blocks.
 //!
@@ -28,7 +28,7 @@
 //! * Once `close` ran (its worker is leaving), `push` refuses: the item is
 //!   handed back to its poster.
 
-use super::Sleep;
+use super::SleepManager;
 use crate::sync::{AtomicBool, Mutex, Ordering};
 
 /// Items for one worker from other threads (see the module docs).
@@ -91,7 +91,7 @@ impl<T> Inbox<T> {
     }
 }
 
-impl Sleep {
+impl SleepManager {
     /// Post `item` to worker `index`'s `inbox` and wake that worker if it
     /// sleeps (see the module docs). `Ok(true)` if it was woken; `Err(item)`
     /// if the inbox is closed.

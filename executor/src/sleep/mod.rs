@@ -16,7 +16,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | `Sleep`: `start_looking`, `no_work_found`, `work_found`, `new_internal_jobs`, `new_injected_jobs`, `wake_specific_thread` |
+//! | `mod.rs` | `SleepManager`: `start_looking`, `no_work_found`, `work_found`, `new_internal_jobs`, `new_injected_jobs`, `wake_specific_thread` |
 //! | `counters.rs` | `AtomicCounters`: sleeping / inactive / JEC packed in one `u64` |
 //! | `state.rs` | `SleepState`: the lock, condvar and blocked flag one thread sleeps on |
 //! | `latch.rs` | `CoreLatch` (four states) and `ThreadLatch` (a latch with its own sleep state) |
@@ -57,20 +57,19 @@
 //!   jobs it still sees queued as one more job (`work_found`): their own
 //!   tickles may have counted on it while it was idle.
 
-mod activity;
+pub(crate) mod activity;
 pub(crate) mod counters;
-mod deadlock;
-mod inbox;
-mod latch;
-mod park;
-mod state;
-mod watcher_park;
+pub(crate) mod deadlock;
+pub(crate) mod inbox;
+pub(crate) mod latch;
+pub(crate) mod park;
+pub(crate) mod state;
+pub(crate) mod watcher_park;
 
 pub(crate) use activity::Activity;
 pub(crate) use counters::THREADS_MAX;
-pub(crate) use deadlock::{DeadlockDetector, Handler as DeadlockHandler};
-pub(crate) use inbox::Inbox;
-pub(crate) use latch::{CoreLatch, ThreadLatch};
+pub(crate) use deadlock::DeadlockDetector;
+pub(crate) use latch::CoreLatch;
 pub(crate) use park::{Host, Park};
 pub(crate) use watcher_park::WatcherPark;
 
@@ -106,7 +105,7 @@ const ROUNDS_UNTIL_SLEEPY: u32 = 1;
 /// After announcing itself sleepy, one more round of search, then sleep.
 const ROUNDS_UNTIL_SLEEPING: u32 = ROUNDS_UNTIL_SLEEPY + 1;
 
-/// What one fruitless round (`Sleep::no_work_found`) did.
+/// What one fruitless round (`SleepManager::no_work_found`) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Round {
     /// Yielded, to search again.
@@ -158,7 +157,7 @@ impl IdleState {
 
 /// The sleep manager of one pool.
 #[derive(Debug)]
-pub(crate) struct Sleep {
+pub(crate) struct SleepManager {
     counters: AtomicCounters,
     worker_sleep_states: Box<[CachePadded<SleepState>]>,
     /// Present when the pool has a deadlock handler.
@@ -189,15 +188,15 @@ pub(crate) struct Sleep {
     activity: Activity,
 }
 
-impl Sleep {
+impl SleepManager {
     pub(crate) fn new(
         workers: usize,
         deadlock: Option<DeadlockDetector>,
         driver: Option<Arc<dyn Park>>,
         wake_note: Option<Arc<dyn WakeNote>>,
-    ) -> Sleep {
+    ) -> SleepManager {
         debug_assert!(workers <= THREADS_MAX);
-        Sleep {
+        SleepManager {
             counters: AtomicCounters::new(),
             worker_sleep_states: (0..workers)
                 .map(|_| CachePadded::new(SleepState::new()))
@@ -215,7 +214,7 @@ impl Sleep {
 
     /// Have every wake of a sleeping worker unpark the watcher (a pool with
     /// a stall handler; see `watch_wakes`).
-    pub(crate) fn watching_wakes(mut self) -> Sleep {
+    pub(crate) fn watching_wakes(mut self) -> SleepManager {
         self.watch_wakes = true;
         self
     }

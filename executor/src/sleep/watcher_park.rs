@@ -33,7 +33,7 @@
 //!   until a second put (docs/BENCHMARKS-HISTORY.md, "Fourth step: the first put
 //!   after the pool slept is posted").
 //! * In a pool with a stall handler, every wake of a sleeping worker
-//!   unparks the watcher too (`worker_woke`, from `Sleep::sleeper_left`, the
+//!   unparks the watcher too (`worker_woke`, from `SleepManager::sleeper_left`, the
 //!   one place a worker leaves `sleeping`). The argument is the LIFO put's,
 //!   made with two seq-cst fences: the watcher's, between announcing itself
 //!   parked and reading the counters (`park_while`), and the unparker's,

@@ -29,28 +29,22 @@
 //! Every file imports its siblings directly, never this `mod.rs`, which only
 //! re-exports: the files of the floor do not import each other in a circle.
 
-mod abort_handle;
-mod clock;
-mod error;
-mod future;
-mod header;
-mod id;
-mod join_handle;
-mod owned;
-mod schedule;
-mod share;
-mod site;
-mod waker;
+pub(crate) mod abort_handle;
+pub(crate) mod clock;
+pub(crate) mod error;
+pub(crate) mod future;
+pub(crate) mod header;
+pub(crate) mod id;
+pub(crate) mod join_handle;
+pub(crate) mod owned;
+pub(crate) mod schedule;
+pub(crate) mod share;
+pub(crate) mod site;
+pub(crate) mod waker;
 
 pub use abort_handle::AbortHandle;
-#[cfg(all(target_os = "linux", feature = "tokio-compat"))]
-pub(crate) use clock::coarse_now_ns;
-pub(crate) use clock::{CoarseClock, COARSE_TICK_NS};
 pub use error::JoinError;
-pub(crate) use future::{cancel, TaskFuture};
-pub(crate) use header::{Runnable, TaskHeader, TaskKind};
+pub(crate) use future::cancel;
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
-pub(crate) use owned::{OwnedTasks, Slot};
 pub(crate) use schedule::{Binding, Bound, Schedule};
-pub(crate) use share::TaskShares;

@@ -3,7 +3,6 @@
 //! (`io/clock.rs`); the jump of a paused clock is the driver's sleeper's
 //! (`io/driver.rs`, `sleep/activity.rs`).
 
-use crate::context;
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
@@ -36,10 +35,12 @@ impl Instant {
     /// The current pool's time: while its clock is paused, the virtual
     /// time it stands at.
     pub fn now() -> Instant {
-        Instant(context::with_current_driver(|driver| match driver {
-            Some(driver) => driver.clock.now(),
-            None => std::time::Instant::now(),
-        }))
+        Instant(crate::context::current::with_current_driver(
+            |driver| match driver {
+                Some(driver) => driver.clock.now(),
+                None => std::time::Instant::now(),
+            },
+        ))
     }
 
     /// The pool's time since `self` (zero if `self` is later).
@@ -144,15 +145,17 @@ impl Sub<Instant> for Instant {
 
 /// The current pool's driver, or a panic that says what to do.
 #[track_caller]
-fn current_driver<R>(what: &str, f: impl FnOnce(&crate::scheduler::Driver) -> R) -> R {
-    if !context::in_a_pool() {
+fn current_driver<R>(what: &str, f: impl FnOnce(&crate::scheduler::io_driver::Driver) -> R) -> R {
+    if !crate::context::current::in_a_pool() {
         panic!(
             "pool::time::{what} called outside a pool: call it from a task, a \
              `Pool::block_on` future or `#[pool::test]` (or build the pool with \
              `Builder::start_paused(true)`)"
         );
     }
-    context::with_current_driver(|driver| f(driver.expect("a thread in a pool has a current pool")))
+    crate::context::current::with_current_driver(|driver| {
+        f(driver.expect("a thread in a pool has a current pool"))
+    })
 }
 
 /// Stop the current pool's clock (a paused clock stays paused): from now
@@ -238,5 +241,5 @@ pub async fn advance(by: Duration) {
         );
     });
     wakers.into_iter().for_each(std::task::Waker::wake);
-    crate::yield_now().await;
+    crate::free_fns::yield_now().await;
 }

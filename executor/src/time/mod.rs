@@ -75,7 +75,7 @@
 //! }
 //! ```
 
-use crate::io::TimerEntry;
+use crate::io::timer_entry::TimerEntry;
 use crate::scheduler::coop;
 use futures::Stream;
 use pin_project_lite::pin_project;
@@ -85,7 +85,7 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-mod clock;
+pub(crate) mod clock;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
 

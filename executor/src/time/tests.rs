@@ -4,8 +4,10 @@
 //! blocks in its tokio runtime). `.ci/run` runs these with the package's
 //! own features: `cargo test -p pool --lib time::tests`.
 
-use super::{advance, sleep, timeout, Instant};
-use crate::Builder;
+use super::{sleep, timeout};
+use crate::builder::Builder;
+use crate::time::clock::advance;
+use crate::time::clock::Instant;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -33,7 +35,7 @@ fn spin(d: Duration) {
     }
 }
 
-fn paused(workers: usize) -> crate::Pool {
+fn paused(workers: usize) -> crate::pool::Pool {
     Builder::new()
         .worker_threads(workers)
         .start_paused(true)
@@ -50,7 +52,7 @@ fn a_thousand_paused_sleeps_take_no_real_time_and_none_is_early() {
             let start = Instant::now();
             let handles: Vec<_> = (0..1000u64)
                 .map(|i| {
-                    crate::spawn(async move {
+                    crate::free_fns::spawn(async move {
                         let d = Duration::from_millis(3_600 * (i + 1));
                         let before = Instant::now();
                         sleep(d).await;
@@ -77,13 +79,13 @@ fn blocking_closures_busy_tasks_and_the_block_on_thread_hold_the_clock() {
         let p = paused(2);
         p.block_on(async {
             let start = Instant::now();
-            let timer = crate::spawn(sleep(Duration::from_secs(60)));
-            let blocking = crate::spawn_blocking(|| {
+            let timer = crate::free_fns::spawn(sleep(Duration::from_secs(60)));
+            let blocking = crate::free_fns::spawn_blocking(|| {
                 std::thread::sleep(Duration::from_millis(100));
                 Instant::now()
             });
             assert_eq!(blocking.await.unwrap(), start, "a blocking closure");
-            let busy = crate::spawn(async {
+            let busy = crate::free_fns::spawn(async {
                 spin(Duration::from_millis(50));
                 Instant::now()
             });
@@ -103,12 +105,14 @@ fn loopback_io_completes_inside_paused_timeouts() {
         let p = paused(2);
         p.block_on(async {
             use futures::{AsyncReadExt, AsyncWriteExt};
-            let listener = crate::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = crate::net::tcp::TcpListener::bind("127.0.0.1:0")
+                .await
+                .unwrap();
             let addr = listener.local_addr().unwrap();
-            let server = crate::spawn(async move {
+            let server = crate::free_fns::spawn(async move {
                 loop {
                     let (mut s, _) = listener.accept().await.unwrap();
-                    crate::spawn(async move {
+                    crate::free_fns::spawn(async move {
                         let mut buf = [0u8; 4];
                         while s.read_exact(&mut buf).await.is_ok() {
                             s.write_all(&buf).await.unwrap();
@@ -118,7 +122,7 @@ fn loopback_io_completes_inside_paused_timeouts() {
             });
             for i in 0..100u32 {
                 let round_trip = async {
-                    let mut c = crate::net::TcpStream::connect(addr).await.unwrap();
+                    let mut c = crate::net::tcp::TcpStream::connect(addr).await.unwrap();
                     c.write_all(&i.to_le_bytes()).await.unwrap();
                     let mut back = [0u8; 4];
                     c.read_exact(&mut back).await.unwrap();
@@ -139,7 +143,7 @@ fn advance_moves_by_exactly_what_it_is_told() {
         p.block_on(async {
             let start = Instant::now();
             let seven = sleep(Duration::from_secs(7));
-            let task = crate::spawn(async move {
+            let task = crate::free_fns::spawn(async move {
                 seven.await;
                 Instant::now()
             });

@@ -23,11 +23,12 @@
 //! * `stop` ends the service and the publisher and joins the thread; the
 //!   pool's shutdown calls it first thing.
 
-mod proto;
-mod service;
+pub(crate) mod proto;
+pub(crate) mod service;
 
-use crate::scheduler::console::{Binding, Bound, Serve, TaskTable};
-use crate::scheduler::ThreadKind;
+use crate::scheduler::console::table::TaskTable;
+use crate::scheduler::console::{Binding, Bound, Serve};
+use crate::scheduler::thread_name::ThreadKind;
 use console_api::instrument::instrument_server::InstrumentServer;
 use service::{publish_loop, Service};
 use std::io;

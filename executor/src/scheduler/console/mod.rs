@@ -25,15 +25,14 @@
 //! by implementing [`Binding`] for [`Bound`], as the I/O driver does
 //! (`io_driver.rs`).
 
-mod stats;
-mod table;
-mod waker;
+pub(crate) mod stats;
+pub(crate) mod table;
+pub(crate) mod waker;
 
-pub(crate) use stats::{now, wall, Stamp, TaskStats};
-pub(crate) use table::{Entry, Publish, TaskTable};
+pub(crate) use stats::now;
+pub(crate) use table::TaskTable;
 
-use crate::context;
-use crate::task::TaskId;
+use crate::task::id::TaskId;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -82,7 +81,7 @@ impl Console {
         let mut counted = Context::from_waker(&waker);
         let started = now();
         entry.stats.poll_started(started);
-        let output = context::with_console_poll(id, || poll(&mut counted));
+        let output = crate::context::cells::with_console_poll(id, || poll(&mut counted));
         entry.stats.poll_ended(started, now());
         output
     }

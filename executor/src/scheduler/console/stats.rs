@@ -19,7 +19,8 @@
 //!   task costs the console one small allocation.
 
 use super::super::poll_times::PollClock;
-use crate::task::{TaskId, TaskKind};
+use crate::task::header::TaskKind;
+use crate::task::id::TaskId;
 use parking_lot::Mutex;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};

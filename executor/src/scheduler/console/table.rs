@@ -20,7 +20,8 @@
 //!   clears `TaskStats::changed` and sets `announced`.
 
 use super::stats::{now, TaskStats};
-use crate::task::{TaskId, TaskKind};
+use crate::task::header::TaskKind;
+use crate::task::id::TaskId;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};

@@ -12,8 +12,10 @@
 //!   leaves it cancels every live one here (`cancel_all`) before it closes
 //!   the inbox.
 
-use crate::sleep::Inbox;
-use crate::task::{self, OwnedTasks, Runnable};
+use crate::sleep::inbox::Inbox;
+use crate::task::header::Runnable;
+use crate::task::owned::OwnedTasks;
+use crate::task::{self};
 use crossbeam_deque::Worker;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;

@@ -40,12 +40,10 @@
 //!   idle or sleeping worker hides no task there either.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 
-mod lane;
-mod local;
-mod removals;
-mod search;
-
-pub(crate) use search::steal_one;
+pub(crate) mod lane;
+pub(crate) mod local;
+pub(crate) mod removals;
+pub(crate) mod search;
 
 use super::coop;
 use super::job_ref::JobRef;
@@ -54,8 +52,12 @@ use super::poll_times::PollClock;
 use super::registry::{Registry, WorkerInfo};
 use super::timeline::{driver_arg, Kind};
 use crate::context;
-use crate::sleep::{CoreLatch, Round};
-use crate::task::{self, Runnable, Slot, TaskId};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::Round;
+use crate::task::header::Runnable;
+use crate::task::id::TaskId;
+use crate::task::owned::Slot;
+use crate::task::{self};
 use crate::unwind::call_quietly;
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
@@ -251,7 +253,7 @@ impl WorkerThread {
             self.io_batch.set(Some(n + 1));
         } else if yielded
             || (self.ended.get() && !self.worker.is_empty())
-            || self.registry.sleep().watcher().unparked_for_put()
+            || self.registry.sleep_manager().watcher().unparked_for_put()
         {
             if yielded && coop::spent() {
                 self.poll_driver_if_unwatched();
@@ -259,7 +261,7 @@ impl WorkerThread {
                 if self.worker.is_empty()
                     && !info.lifo.is_occupied()
                     && !info.deferred.is_occupied()
-                    && !self.registry.sleep().watcher().unparked_for_put()
+                    && !self.registry.sleep_manager().watcher().unparked_for_put()
                 {
                     let displaced = info.deferred.put(runnable);
                     debug_assert!(displaced.is_none(), "only this worker defers");
@@ -323,7 +325,7 @@ impl WorkerThread {
     /// job: wake a sleeper if no awake worker is idle.
     fn push_stealable(&self, runnable: Runnable) {
         self.worker.push(runnable);
-        self.count_wakeups(self.registry.sleep().new_internal_jobs(1));
+        self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
     }
 
     /// Leaving `wait_until` (a `block_on` on this worker goes back to the
@@ -342,7 +344,7 @@ impl WorkerThread {
 
     /// `mark_blocked` (`blocked`) or `mark_unblocked` on this worker.
     pub(crate) fn mark_blocked(&self, blocked: bool) {
-        let Some(deadlock) = self.registry.sleep().deadlock() else {
+        let Some(deadlock) = self.registry.sleep_manager().deadlock() else {
             return;
         };
         if self.marked_blocked.replace(blocked) == blocked {
@@ -380,7 +382,7 @@ impl WorkerThread {
     pub(crate) fn push_job(&self, job: JobRef) {
         self.jobs.push(job);
         self.ran_jobs.set(true);
-        self.count_wakeups(self.registry.sleep().new_internal_jobs(1));
+        self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
         if self.tick() {
             if let Some(r) = self.steal_injected() {
                 self.post_stolen();
@@ -448,10 +450,12 @@ impl WorkerThread {
     /// What this worker sleeps in instead of its condvar: its tokio
     /// runtime (`tokio-compat`), if any.
     #[inline]
-    fn host(&self) -> Option<&dyn crate::sleep::Host> {
+    fn host(&self) -> Option<&dyn crate::sleep::park::Host> {
         #[cfg(feature = "tokio-compat")]
         {
-            self.host.as_ref().map(|h| h as &dyn crate::sleep::Host)
+            self.host
+                .as_ref()
+                .map(|h| h as &dyn crate::sleep::park::Host)
         }
         #[cfg(not(feature = "tokio-compat"))]
         {
@@ -479,7 +483,7 @@ impl WorkerThread {
     /// Run tasks until `latch` is set, sleeping (and counted as sleeping)
     /// when there is nothing to run. New work and `latch` both wake it.
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
-        let sleep = self.registry.sleep();
+        let sleep = self.registry.sleep_manager();
         let stats = self.stats();
         let clock = self.registry.busy_clock();
         // Inside a poll (a `block_on` on this worker), the poll's busy

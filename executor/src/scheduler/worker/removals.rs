@@ -4,7 +4,8 @@
 //! that shard's lock once per `REMOVAL_BATCH` tasks (`task/owned.rs`, the
 //! hand-back).
 
-use crate::task::{OwnedTasks, Slot};
+use crate::task::owned::OwnedTasks;
+use crate::task::owned::Slot;
 use std::cell::RefCell;
 
 /// Removals from other workers' shards of the live-task registry that a

@@ -22,8 +22,8 @@
 use super::{Work, WorkerThread};
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::timeline::{driver_arg, Kind};
-use crate::sleep::Park;
-use crate::task::Runnable;
+use crate::sleep::park::Park;
+use crate::task::header::Runnable;
 use crossbeam_deque::Steal;
 use std::cell::Cell;
 use std::task::Waker;
@@ -91,7 +91,7 @@ impl WorkerThread {
         }
         let n = self.io_batch.take().unwrap_or(0);
         if n > 0 {
-            self.count_wakeups(self.registry.sleep().new_internal_jobs(n));
+            self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(n));
         }
         n
     }
@@ -102,7 +102,7 @@ impl WorkerThread {
     /// True if it found work for this pool.
     ///
     /// A busy worker's release hands the driver to a sleeper that found it
-    /// held (`Sleep::driver_released`; `sleep/README.md`, "the driver
+    /// held (`SleepManager::driver_released`; `sleep/README.md`, "the driver
     /// handed over"). An idle worker's does not: it is about to sleep in
     /// the driver itself, or to run what it found, as the driver's own
     /// sleeper does after a wake.
@@ -116,7 +116,7 @@ impl WorkerThread {
         io.poll_now(&mut wakers);
         io.release();
         if !idle {
-            self.count_wakeups(self.registry.sleep().driver_released());
+            self.count_wakeups(self.registry.sleep_manager().driver_released());
         }
         self.stats().bump_owned(|s| &s.driver_polls, 1);
         let found = self.wake_ready(&mut wakers);
@@ -248,7 +248,7 @@ impl WorkerThread {
     pub(super) fn post_stolen(&self) {
         let rest = self.stolen.replace(0);
         if rest > 0 {
-            self.count_wakeups(self.registry.sleep().new_internal_jobs(rest));
+            self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(rest));
         }
     }
 
