@@ -2,7 +2,7 @@
 //! `spawn_local`, `block_on`, `spawn_blocking`, `mark_blocked`,
 //! `mark_unblocked`, `yield_now` (re-exported at the crate root).
 
-use crate::context;
+use crate::context::pool_cells;
 use crate::task::join_handle::JoinHandle;
 use std::future::Future;
 use std::pin::Pin;
@@ -81,7 +81,7 @@ where
     F::Output: 'static,
 {
     let at = std::panic::Location::caller();
-    match context::worker() {
+    match pool_cells::worker() {
         Some(worker) => worker.registry().spawn_local(worker, future, at),
         None => panic!(
             "pool::spawn_local called off a worker thread: a !Send task is pinned to the \
@@ -182,8 +182,8 @@ where
 /// assert_eq!(pool.block_on(waiter).unwrap(), 3);
 /// ```
 pub fn mark_blocked() {
-    crate::context::cells::forbid_in_deadlock_handler("mark_blocked");
-    if let Some(worker) = context::worker() {
+    crate::context::plain_cells::forbid_in_deadlock_handler("mark_blocked");
+    if let Some(worker) = pool_cells::worker() {
         worker.mark_blocked(true);
     }
 }
@@ -203,8 +203,8 @@ pub fn mark_blocked() {
 /// pool::mark_unblocked();
 /// ```
 pub fn mark_unblocked() {
-    crate::context::cells::forbid_in_deadlock_handler("mark_unblocked");
-    if let Some(worker) = context::worker() {
+    crate::context::plain_cells::forbid_in_deadlock_handler("mark_unblocked");
+    if let Some(worker) = pool_cells::worker() {
         worker.mark_blocked(false);
     }
 }

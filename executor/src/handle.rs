@@ -1,6 +1,6 @@
 //! `Handle`: a cheap, cloneable reference to a pool.
 
-use crate::context;
+use crate::context::pool_cells;
 use crate::inspect::dump::{self, TaskInfo};
 use crate::scheduler::metrics::Metrics;
 use crate::scheduler::metrics::WorkerMetrics;
@@ -98,7 +98,7 @@ impl Handle {
     /// ```
     pub fn enter(&self) -> EnterGuard<'_> {
         EnterGuard {
-            _inner: context::enter(&self.registry),
+            _inner: pool_cells::enter(&self.registry),
             _handle: PhantomData,
         }
     }
@@ -188,7 +188,7 @@ impl Handle {
 /// The pool entered on this thread by [`Handle::enter`], until dropped.
 #[must_use = "the pool is current only until the guard drops"]
 pub struct EnterGuard<'a> {
-    _inner: context::EnterGuard,
+    _inner: pool_cells::PoolEntry,
     /// Ties the guard to its handle's borrow, as tokio's does; the raw
     /// pointers inside keep it on its thread (`!Send`, `!Sync`).
     _handle: PhantomData<&'a Handle>,

@@ -127,7 +127,7 @@ pub use builder::Builder;
 pub use free_fns::{
     block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
 };
-pub use context::task_id;
+pub use context::pool_cells::task_id;
 pub use handle::{EnterGuard, Handle};
 pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
 pub use join::{join, scope, Scope};

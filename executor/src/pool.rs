@@ -7,7 +7,7 @@
 //! started if a thread fails to start); the shutdown steps are in
 //! `scheduler/shutdown.rs`.
 
-use crate::context::Entered;
+use crate::context::pool_cells::Entered;
 use crate::handle::Handle;
 use crate::inspect::dump::TaskInfo;
 use crate::scheduler::block_on::block_on_in;

@@ -3,7 +3,7 @@
 //! which starts a pool, so it sits beside the cells it reads
 //! (`mod.rs`), not among them: the scheduler's core never needs it.
 
-use super::{blocking_pool, entered, worker};
+use super::pool_cells::{entered, served_pool, worker};
 use crate::scheduler::global;
 use crate::scheduler::io_driver::Driver;
 use crate::scheduler::registry::Registry;
@@ -41,7 +41,7 @@ pub(crate) fn with_current_worker<R>(
     if let Some(w) = worker {
         return f(w.registry(), Some(w));
     }
-    match blocking_pool() {
+    match served_pool() {
         Some(registry) => f(&registry, None),
         None => f(global::global(), None),
     }
@@ -53,7 +53,7 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
     if let Some(registry) = entered().or_else(|| worker().map(|w| w.registry())) {
         return Some(Arc::clone(registry));
     }
-    blocking_pool().or_else(|| global::try_global().cloned())
+    served_pool().or_else(|| global::try_global().cloned())
 }
 
 /// The current pool's I/O driver, for a new socket or timer.
@@ -72,7 +72,7 @@ pub(crate) fn with_current_driver<R>(f: impl FnOnce(Option<&Driver>) -> R) -> R 
     if let Some(w) = worker() {
         return f(Some(w.registry().driver()));
     }
-    match blocking_pool() {
+    match served_pool() {
         Some(registry) => f(Some(registry.driver())),
         None => f(global::try_global().map(|r| &**r.driver())),
     }
@@ -82,5 +82,5 @@ pub(crate) fn with_current_driver<R>(f: impl FnOnce(Option<&Driver>) -> R) -> R 
 /// `Pool::block_on` / `Handle::enter` of one)? The global pool counts only
 /// on its own threads.
 pub(crate) fn in_a_pool() -> bool {
-    entered().is_some() || worker().is_some() || blocking_pool().is_some()
+    entered().is_some() || worker().is_some() || served_pool().is_some()
 }

@@ -13,7 +13,7 @@
 //! * A set that finds the owner SLEEPING wakes exactly that worker
 //!   (`Registry::wake_worker`).
 
-use crate::context;
+use crate::context::pool_cells;
 use crate::scheduler::registry::Registry;
 use crate::sleep::latch::CoreLatch;
 use crate::sync::{AtomicUsize, Ordering};
@@ -43,7 +43,7 @@ impl SpinLatch {
     /// use it (or the job holding it) afterwards. Called on a worker of the
     /// owner's pool.
     pub(crate) unsafe fn set(this: *const SpinLatch) {
-        let worker = context::worker().expect("a stack job runs on a worker of its pool");
+        let worker = pool_cells::worker().expect("a stack job runs on a worker of its pool");
         // Read before the set (see the module invariants); the registry is
         // kept alive by this worker's own reference.
         let registry: &Registry = worker.registry();

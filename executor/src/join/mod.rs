@@ -25,7 +25,7 @@ pub(crate) mod scope;
 
 pub use scope::Scope;
 
-use crate::context;
+use crate::context::pool_cells;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::registry::Registry;
 use crate::scheduler::worker::WorkerThread;
@@ -95,8 +95,8 @@ where
     OP: FnOnce(&WorkerThread) -> R + Send,
     R: Send,
 {
-    if let Some(w) = context::worker() {
-        if context::current_is_worker_pool(w) {
+    if let Some(w) = pool_cells::worker() {
+        if pool_cells::current_is_worker_pool(w) {
             return op(w);
         }
     }
@@ -110,7 +110,7 @@ where
     OP: FnOnce(&WorkerThread) -> R + Send,
     R: Send,
 {
-    if let Some(w) = context::worker() {
+    if let Some(w) = pool_cells::worker() {
         if Arc::ptr_eq(w.registry(), registry) {
             return op(w);
         }
@@ -119,7 +119,7 @@ where
     let slot = SendPtr(&mut result as *mut Option<std::thread::Result<R>>);
     let work = move || {
         let slot = slot;
-        let w = context::worker().expect("a pool's task runs on one of its workers");
+        let w = pool_cells::worker().expect("a pool's task runs on one of its workers");
         let r = catch_unwind(AssertUnwindSafe(|| op(w)));
         // SAFETY: the caller waits below, and reads `result` only after
         // this task's handle resolved, which happens after this write.

@@ -12,7 +12,7 @@
 
 use super::job::HeapJob;
 use super::job_latch::CountLatch;
-use crate::context;
+use crate::context::pool_cells;
 use crate::scheduler::worker::WorkerThread;
 use crate::unwind::discard;
 use std::any::Any;
@@ -92,7 +92,7 @@ impl<'scope> Scope<'scope> {
             unsafe { CountLatch::set(&this.latch) };
         });
         let registry = self.latch.registry();
-        match context::worker() {
+        match pool_cells::worker() {
             Some(w) if Arc::ptr_eq(w.registry(), registry) => w.push_job(job),
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's

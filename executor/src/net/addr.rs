@@ -184,3 +184,25 @@ mod tests {
         ));
     }
 }
+
+/// Try `f` on each address `addr` resolves to (a host name on a blocking
+/// thread); the last error if none works.
+pub(super) async fn each_addr<T, F, Fut>(addr: impl ToSocketAddrs, mut f: F) -> io::Result<T>
+where
+    F: FnMut(SocketAddr) -> Fut,
+    Fut: std::future::Future<Output = io::Result<T>>,
+{
+    let mut last_error = None;
+    for addr in resolve(&addr).await? {
+        match f(addr).await {
+            Ok(t) => return Ok(t),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}

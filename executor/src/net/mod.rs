@@ -108,6 +108,8 @@ macro_rules! impl_stream_io {
 }
 
 pub(crate) mod addr;
+#[cfg(unix)]
+pub(crate) mod fd;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 pub(crate) mod unix;
@@ -117,48 +119,3 @@ pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};
 
-use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
-
-/// `AsRawFd` and `AsFd` for the socket types (their descriptor, for socket
-/// options this module does not wrap).
-#[cfg(unix)]
-macro_rules! impl_as_fd {
-    ($($ty:ty),*) => {$(
-        impl std::os::fd::AsRawFd for $ty {
-            fn as_raw_fd(&self) -> std::os::fd::RawFd {
-                self.io.source().as_raw_fd()
-            }
-        }
-
-        impl std::os::fd::AsFd for $ty {
-            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-                self.io.source().as_fd()
-            }
-        }
-    )*};
-}
-#[cfg(unix)]
-pub(crate) use impl_as_fd;
-
-/// Try `f` on each address `addr` resolves to (a host name on a blocking
-/// thread, `addr.rs`); the last error if none works.
-async fn each_addr<T, F, Fut>(addr: impl ToSocketAddrs, mut f: F) -> io::Result<T>
-where
-    F: FnMut(SocketAddr) -> Fut,
-    Fut: std::future::Future<Output = io::Result<T>>,
-{
-    let mut last_error = None;
-    for addr in addr::resolve(&addr).await? {
-        match f(addr).await {
-            Ok(t) => return Ok(t),
-            Err(e) => last_error = Some(e),
-        }
-    }
-    Err(last_error.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "could not resolve to any address",
-        )
-    }))
-}

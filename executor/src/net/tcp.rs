@@ -1,6 +1,6 @@
 //! `TcpListener` and `TcpStream`.
 
-use super::each_addr;
+use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
 use std::fmt;
@@ -193,4 +193,4 @@ crate::io::tokio_io::impl_tokio_io!(read: [] TcpStream, ['a] &'a TcpStream);
 crate::io::tokio_io::impl_tokio_io!(write: [] TcpStream, ['a] &'a TcpStream);
 
 #[cfg(unix)]
-super::impl_as_fd!(TcpListener, TcpStream);
+super::fd::impl_as_fd!(TcpListener, TcpStream);

@@ -1,6 +1,6 @@
 //! `UdpSocket`.
 
-use super::each_addr;
+use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
 use std::fmt;
@@ -114,4 +114,4 @@ impl fmt::Debug for UdpSocket {
 }
 
 #[cfg(unix)]
-super::impl_as_fd!(UdpSocket);
+super::fd::impl_as_fd!(UdpSocket);

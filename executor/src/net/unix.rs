@@ -419,4 +419,4 @@ impl fmt::Debug for UnixDatagram {
     }
 }
 
-super::impl_as_fd!(UnixListener, UnixStream, UnixDatagram);
+super::fd::impl_as_fd!(UnixListener, UnixStream, UnixDatagram);

@@ -25,7 +25,7 @@
 use super::coop;
 use super::registry::Registry;
 use super::timeline::Kind;
-use crate::context;
+use crate::context::pool_cells;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::latch::ThreadLatch;
 use std::future::Future;
@@ -57,7 +57,7 @@ impl Signal {
     /// For this thread; a plain thread in `pool`'s `block_on` holds its
     /// clock.
     fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal> {
-        Arc::new(match (context::worker(), pool) {
+        Arc::new(match (pool_cells::worker(), pool) {
             (Some(w), _) => Signal::Worker {
                 latch: CoreLatch::new(),
                 registry: Arc::clone(w.registry()),
@@ -75,7 +75,7 @@ impl Signal {
     /// stops being one when its main loop ends.) Only a `Thread` or a
     /// `Worker` signal is cached.
     fn fits_current_thread(&self) -> bool {
-        match (self, context::worker()) {
+        match (self, pool_cells::worker()) {
             (Signal::Thread(_), None) => true,
             (
                 Signal::Worker {
@@ -102,7 +102,7 @@ impl Signal {
                 latch.wait_then(|| registry.sleep_manager().release_hold());
             }
             Signal::Worker { latch, .. } => {
-                let worker = context::worker()
+                let worker = pool_cells::worker()
                     .expect("a worker's block_on signal is only waited on by that worker");
                 let start = worker.trace_now();
                 worker.wait_until(latch);
@@ -144,7 +144,7 @@ impl Drop for Lend {
     fn drop(&mut self) {
         if let Some(signal) = self.0.take() {
             if !matches!(&*signal, Signal::PoolThread { .. }) {
-                context::return_block_on_signal(signal);
+                pool_cells::return_block_on_signal(signal);
             }
         }
     }
@@ -163,7 +163,7 @@ struct Holding<'a> {
 impl<'a> Holding<'a> {
     fn enter(registry: &'a Arc<Registry>) -> Holding<'a> {
         let key = Arc::as_ptr(registry) as usize;
-        let outer = crate::context::cells::replace_clock_held(key);
+        let outer = crate::context::plain_cells::replace_clock_held(key);
         if outer != key {
             // Awake from here until the first sleep (or the end).
             registry.sleep_manager().hold();
@@ -174,7 +174,7 @@ impl<'a> Holding<'a> {
 
 impl Drop for Holding<'_> {
     fn drop(&mut self) {
-        let key = crate::context::cells::replace_clock_held(self.outer);
+        let key = crate::context::plain_cells::replace_clock_held(self.outer);
         if self.outer != key {
             self.registry.sleep_manager().release_hold();
         }
@@ -190,11 +190,11 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// `pool`'s clock while the future is polled or woken
 /// (`sleep/activity.rs`).
 pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) -> F::Output {
-    let pool = pool.filter(|_| context::worker().is_none());
+    let pool = pool.filter(|_| pool_cells::worker().is_none());
     let _holding = pool.map(Holding::enter);
     let signal = match pool {
         Some(registry) => Signal::for_current_thread(Some(registry)),
-        None => context::take_block_on_signal()
+        None => pool_cells::take_block_on_signal()
             .filter(|s| s.fits_current_thread())
             .unwrap_or_else(|| Signal::for_current_thread(None)),
     };

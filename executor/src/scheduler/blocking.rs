@@ -31,7 +31,7 @@
 use super::config::BlockingConfig;
 use super::registry::Registry;
 use super::thread_name::ThreadKind;
-use crate::context;
+use crate::context::pool_cells;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use parking_lot::{Condvar, Mutex};
@@ -331,7 +331,7 @@ impl BlockingPool {
 
     /// The body of one blocking thread.
     fn run_thread(&self, registry: &Arc<Registry>, id: usize) {
-        let _current = context::enter_blocking_thread(registry);
+        let _current = pool_cells::enter_blocking_thread(registry);
         let _tokio = registry.enter_tokio();
         let mut st = self.state.lock();
         'work: loop {
@@ -342,7 +342,7 @@ impl BlockingPool {
                 drop(st);
                 // Panics of the closure are caught inside `TaskFuture`.
                 let id = runnable.metadata().id();
-                crate::context::cells::with_blocking_task(id, || runnable.run());
+                crate::context::plain_cells::with_blocking_task(id, || runnable.run());
                 registry.sleep_manager().release_hold();
                 st = self.state.lock();
             }

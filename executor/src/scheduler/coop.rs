@@ -47,14 +47,14 @@ struct Restore(u32);
 impl Drop for Restore {
     #[inline]
     fn drop(&mut self) {
-        crate::context::cells::replace_budget(self.0);
+        crate::context::plain_cells::replace_budget(self.0);
     }
 }
 
 /// Run `f` (one poll) with `budget`, then restore the budget it replaced.
 #[inline]
 pub(crate) fn with_budget<R>(budget: u32, f: impl FnOnce() -> R) -> R {
-    let _restore = Restore(crate::context::cells::replace_budget(budget));
+    let _restore = Restore(crate::context::plain_cells::replace_budget(budget));
     f()
 }
 
@@ -69,7 +69,7 @@ pub(crate) fn budgeted<R>(f: impl FnOnce() -> R) -> R {
 /// or would have been at its next operation; tokio counts the same).
 #[inline]
 pub(crate) fn budgeted_ran_out(f: impl FnOnce()) -> bool {
-    let _restore = Restore(crate::context::cells::replace_budget(BUDGET));
+    let _restore = Restore(crate::context::plain_cells::replace_budget(BUDGET));
     f();
     spent()
 }
@@ -78,14 +78,14 @@ pub(crate) fn budgeted_ran_out(f: impl FnOnce()) -> bool {
 /// be at its next operation.)
 #[inline]
 pub(crate) fn spent() -> bool {
-    crate::context::cells::budget() == 0
+    crate::context::plain_cells::budget() == 0
 }
 
 /// May an operation of pool's complete now? `Ready` if budget is left;
 /// else wakes the task (it goes behind the others) and returns `Pending`.
 #[inline]
 pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
-    if crate::context::cells::budget() == 0 {
+    if crate::context::plain_cells::budget() == 0 {
         cx.waker().wake_by_ref();
         Poll::Pending
     } else {
@@ -96,7 +96,7 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
 /// An operation allowed by `poll_proceed` completed: spend one unit.
 #[inline]
 pub(crate) fn made_progress() {
-    crate::context::cells::spend_budget();
+    crate::context::plain_cells::spend_budget();
 }
 
 /// `poll_proceed`, then `poll`; one unit spent if that is `Ready`.

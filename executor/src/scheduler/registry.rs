@@ -37,7 +37,7 @@ use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::timeline::Timeline;
 use super::worker::WorkerThread;
-use crate::context;
+use crate::context::pool_cells;
 use crate::scheduler::worker::search::steal_one;
 use crate::sleep::deadlock::DeadlockDetector;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
@@ -225,7 +225,7 @@ impl Registry {
         // `mark_blocked` there panics instead of deadlocking.
         let deadlock = config.deadlock_handler.map(|user| {
             let handler: DeadlockHandler =
-                Arc::new(move || crate::context::cells::run_deadlock_handler(&*user));
+                Arc::new(move || crate::context::plain_cells::run_deadlock_handler(&*user));
             DeadlockDetector::new(n, handler)
         });
         let sleep = SleepManager::new(
@@ -307,7 +307,7 @@ impl Registry {
     pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
         #[cfg(feature = "tokio-compat")]
         {
-            if crate::context::worker().is_some_and(|w| std::ptr::eq(&**w.registry(), self)) {
+            if crate::context::pool_cells::worker().is_some_and(|w| std::ptr::eq(&**w.registry(), self)) {
                 return None;
             }
             self.tokio.get().map(|t| t.enter_next())
@@ -463,7 +463,7 @@ impl Registry {
     /// The current thread as a worker of this pool, if it is one.
     #[inline]
     pub(super) fn local_worker(&self) -> Option<&WorkerThread> {
-        context::worker().filter(|w| std::ptr::eq(&**w.registry(), self))
+        pool_cells::worker().filter(|w| std::ptr::eq(&**w.registry(), self))
     }
 
     /// Count `n` events: into `local`'s own counters when the caller is that

@@ -40,7 +40,7 @@
 use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::threads::Threads;
-use crate::context;
+use crate::context::pool_cells;
 use crate::task::future::cancel;
 use std::sync::Arc;
 use std::task::Waker;
@@ -71,7 +71,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     }
 
     // 2. Wait for the workers and join them; join the watcher.
-    let own = context::worker().filter(|w| Arc::ptr_eq(w.registry(), registry));
+    let own = pool_cells::worker().filter(|w| Arc::ptr_eq(w.registry(), registry));
     let expected = threads.workers.len() - usize::from(own.is_some());
     let all_exited = registry.shutdown_state().wait_for_exits(expected, deadline);
     let me = thread::current().id();

@@ -22,7 +22,7 @@
 use super::blocking::BlockingTask;
 use super::registry::Registry;
 use super::worker::WorkerThread;
-use crate::context;
+use crate::context::pool_cells;
 use crate::task::future::cancel;
 use crate::task::future::TaskFuture;
 use crate::task::header::Runnable;
@@ -147,7 +147,7 @@ impl Registry {
     /// every spawn (measured: `OwnedTasks::remove` was pool's largest symbol
     /// in spawn_many_remote).
     fn outside_spawn(&self) -> (usize, TaskId) {
-        let (hint, id) = crate::context::cells::outside_spawn();
+        let (hint, id) = crate::context::plain_cells::outside_spawn();
         let workers = self.num_workers();
         (workers + hint % (self.tasks().shard_count() - workers), id)
     }
@@ -270,7 +270,7 @@ impl Registry {
 /// reference: the worker's, or a clone.
 fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
     let registry = runnable.metadata().owner();
-    let worker = context::worker().filter(|w| std::ptr::eq(&**w.registry(), registry));
+    let worker = pool_cells::worker().filter(|w| std::ptr::eq(&**w.registry(), registry));
     schedule_task_on(runnable, worker, info.woken_while_running);
 }
 
@@ -293,7 +293,7 @@ fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: 
 fn schedule_pinned(runnable: Runnable, home: usize) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner();
-    match context::worker().filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
+    match pool_cells::worker().filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {
         Some(worker) => worker.push_local(runnable),
         None => runnable.metadata().owner_arc().send_home(home, runnable),

@@ -223,7 +223,7 @@ impl Timeline {
     pub(crate) fn enter_thread(&self, index: Option<usize>) {
         let tag = index.map_or(WOKEN_BY_WATCHER, |i| i as u32 + 1);
         // The thread's tag lives in the context: (this timeline, the tag).
-        crate::context::cells::set_timeline_tag((self as *const Timeline as usize, tag));
+        crate::context::plain_cells::set_timeline_tag((self as *const Timeline as usize, tag));
     }
 
     /// Write the trace to its path; an error is printed (a pool's drop has
@@ -292,7 +292,7 @@ impl WakeNote for Timeline {
     /// The current thread is about to wake worker `index` (asleep), under
     /// that worker's sleep lock.
     fn waking(&self, index: usize) {
-        let (timeline, tag) = crate::context::cells::timeline_tag();
+        let (timeline, tag) = crate::context::plain_cells::timeline_tag();
         let tag = if timeline == self as *const Timeline as usize {
             tag
         } else {

@@ -49,7 +49,7 @@
 use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::thread_name::{set_kernel_name, ThreadKind};
-use crate::context;
+use crate::context::pool_cells;
 use crate::sleep::park::Host;
 use crate::task::clock::coarse_now_ns;
 use parking_lot::Mutex;
@@ -113,7 +113,7 @@ impl TokioCompat {
                 set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
                 if let Some(registry) = weak.upgrade() {
                     // Kept until the thread ends (see `on_thread_stop`).
-                    std::mem::forget(context::enter_blocking_thread(&registry));
+                    std::mem::forget(pool_cells::enter_blocking_thread(&registry));
                 }
             };
             let mut builder = tokio::runtime::Builder::new_current_thread();
@@ -123,7 +123,7 @@ impl TokioCompat {
                 .thread_keep_alive(blocking.keep_alive)
                 .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
                 .on_thread_start(on_start)
-                .on_thread_stop(context::leave_thread_pool);
+                .on_thread_stop(pool_cells::leave_served_pool);
             if let Some(bytes) = blocking.stack_size {
                 builder.thread_stack_size(bytes);
             }
@@ -420,7 +420,7 @@ impl Host for WorkerHost {
         let stats = self.registry.worker_stats(self.index);
         stats.host_sleep_begins(self.tokio_busy());
         let _count_busy = CountBusy(self);
-        context::as_outsider(&self.registry, || {
+        pool_cells::as_outsider(&self.registry, || {
             self.block_on_inside(async {
                 let mut epoll = self.epoll.take();
                 if !holds_driver {

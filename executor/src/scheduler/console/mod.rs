@@ -81,7 +81,7 @@ impl Console {
         let mut counted = Context::from_waker(&waker);
         let started = now();
         entry.stats.poll_started(started);
-        let output = crate::context::cells::with_console_poll(id, || poll(&mut counted));
+        let output = crate::context::plain_cells::with_console_poll(id, || poll(&mut counted));
         entry.stats.poll_ended(started, now());
         output
     }

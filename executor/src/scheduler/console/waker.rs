@@ -58,7 +58,7 @@ unsafe fn entry<'a>(data: *const ()) -> &'a Entry {
 /// finished task's wakes stay settled).
 fn wake_task(entry: &Entry) {
     let stats = &entry.stats;
-    let by_itself = crate::context::cells::console_poll() == Some(stats.id);
+    let by_itself = crate::context::plain_cells::console_poll() == Some(stats.id);
     let inner = {
         let inner = stats.inner.lock();
         if inner.is_some() {

@@ -19,11 +19,11 @@
 //!
 //! # Invariants
 //!
-//! * The context's current worker (`context::worker`) points at the
+//! * The context's current worker (`pool_cells::worker`) points at the
 //!   `WorkerThread` on this thread's stack for exactly as long as
 //!   `main_loop` runs; it is null on every other thread. Tasks are only run
 //!   from inside `main_loop`, so every reference handed out by
-//!   `context::worker()` is used within that frame, on this thread
+//!   `pool_cells::worker()` is used within that frame, on this thread
 //!   (`WorkerThread` is `!Sync`, so `&WorkerThread` cannot leave it).
 //! * Only this thread pushes to or pops from `worker` and `jobs`, and puts
 //!   into its LIFO slot (`WorkerInfo::lifo`); others steal from `worker` and
@@ -51,7 +51,7 @@ use super::metrics::{BusyClock, WorkerStats};
 use super::poll_times::PollClock;
 use super::registry::{Registry, WorkerInfo};
 use super::timeline::{driver_arg, Kind};
-use crate::context;
+use crate::context::pool_cells;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::Round;
 use crate::task::header::Runnable;
@@ -596,7 +596,7 @@ struct ExitGuard(Arc<Registry>);
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        context::leave_worker();
+        pool_cells::leave_worker();
         self.0.shutdown_state().worker_exited();
     }
 }
@@ -653,7 +653,7 @@ pub(crate) fn main_loop(
     let _exit = ExitGuard(Arc::clone(&this.registry));
     // SAFETY: `this` lives on this frame until after `_exit` (declared
     // after it, so dropped before it) takes it out of the context.
-    unsafe { context::enter_worker(&this) };
+    unsafe { pool_cells::enter_worker(&this) };
     if let Some(timeline) = this.registry.timeline() {
         timeline.enter_thread(Some(index));
     }
@@ -695,7 +695,7 @@ pub(crate) fn main_loop(
 impl Drop for WorkerThread {
     fn drop(&mut self) {
         debug_assert!(
-            context::worker().is_none(),
+            pool_cells::worker().is_none(),
             "the worker left the context first"
         );
         let n = self.shares.replace(0);
