@@ -105,6 +105,7 @@ pub mod io;
 mod join;
 // 5. The public API.
 mod builder;
+mod free_fns;
 pub mod fs;
 mod handle;
 #[cfg(feature = "hyper")]
@@ -118,16 +119,15 @@ mod prometheus;
 pub mod signal;
 mod task_local;
 pub mod time;
-mod free_fns;
 
 #[cfg(all(test, loom))]
 mod models;
 
 pub use builder::Builder;
+pub use context::pool_cells::task_id;
 pub use free_fns::{
     block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
 };
-pub use context::pool_cells::task_id;
 pub use handle::{EnterGuard, Handle};
 pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
 pub use join::{join, scope, Scope};
@@ -138,7 +138,6 @@ pub use scheduler::coop::{consume_budget, unconstrained};
 pub use scheduler::{Bucket, Histogram, Metrics, WorkerMetrics};
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
-
 
 /// What the expansions of `#[pool::main]` and `#[pool::test]` call. Not a
 /// public API: it may change without notice.

@@ -641,11 +641,14 @@ impl ImportGraph {
         graph
     }
 
-    /// Does `code` declare the child module `name` (`mod name;`, any visibility)?
+    /// Does `code` declare the child module `name` (`mod name;`, any
+    /// visibility)? A test module (a `#[cfg(..test..)]` on the line before) is
+    /// not one a reader of the folder is led to.
     fn declares(code: &str, name: &str) -> bool {
-        code.lines().any(|l| {
-            let l = l.trim();
-            l.ends_with(&format!("mod {name};"))
+        let lines: Vec<&str> = code.lines().map(str::trim).collect();
+        (0..lines.len()).any(|k| {
+            lines[k].ends_with(&format!("mod {name};"))
+                && !(k > 0 && lines[k - 1].starts_with("#[cfg(") && lines[k - 1].contains("test"))
         })
     }
 

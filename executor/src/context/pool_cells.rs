@@ -30,10 +30,9 @@
 //!   have a `const` initializer and no destructor: an access is one load of
 //!   the thread pointer, no lazy-initialization check.
 
-
-use crate::scheduler::block_on::Signal;
 use crate::scheduler::registry::Registry;
 use crate::scheduler::worker::WorkerThread;
+use crate::sleep::block_on_wake::BlockOnWake;
 use crate::task::id::TaskId;
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell};
@@ -59,7 +58,7 @@ thread_local! {
     /// (Under loom, model threads share one OS thread and so its
     /// thread-locals: there is no cache there.)
     #[cfg(not(loom))]
-    static BLOCK_ON_SIGNAL: Cell<Option<Arc<Signal>>> = const { Cell::new(None) };
+    static BLOCK_ON_SIGNAL: Cell<Option<Arc<BlockOnWake<Registry>>>> = const { Cell::new(None) };
 }
 
 /// The worker running on this thread, if this is a worker thread.
@@ -250,7 +249,7 @@ pub fn task_id() -> Option<TaskId> {
 }
 
 /// Borrow this thread's cached `block_on` signal (none under loom).
-pub(crate) fn take_block_on_signal() -> Option<Arc<Signal>> {
+pub(crate) fn take_block_on_signal() -> Option<Arc<BlockOnWake<Registry>>> {
     #[cfg(not(loom))]
     {
         BLOCK_ON_SIGNAL.with(Cell::take)
@@ -263,7 +262,7 @@ pub(crate) fn take_block_on_signal() -> Option<Arc<Signal>> {
 
 /// Give a `block_on` signal back to this thread's cache, unless a nested
 /// call already returned its own (that one is kept).
-pub(crate) fn return_block_on_signal(signal: Arc<Signal>) {
+pub(crate) fn return_block_on_signal(signal: Arc<BlockOnWake<Registry>>) {
     #[cfg(not(loom))]
     BLOCK_ON_SIGNAL.with(|c| {
         let previous = c.replace(Some(signal));

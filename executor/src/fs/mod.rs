@@ -65,7 +65,7 @@ pub(crate) mod open_options;
 pub(crate) mod ops;
 pub(crate) mod read_dir;
 #[cfg(all(test, not(loom)))]
-pub(crate) mod tests;
+mod tests;
 
 pub use crate::scheduler::FsEngine;
 pub use file::File;

@@ -24,7 +24,9 @@
 
 use super::park::Forward;
 use super::sleep::{idle_until, Outcome, Queue};
-use crate::sleep::{CoreLatch, Park, SleepManager};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
+use crate::sleep::park::Park;
 use crate::sync::{AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use loom::sync::Arc;
 use loom::thread;

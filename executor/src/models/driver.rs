@@ -10,8 +10,9 @@ use super::sleep::{
     after_earlier_work, assert_counters_at_rest, idle_until, idle_until_job, injected_job_model,
     shutdown_model, two_sleepers_model, Outcome, Queue,
 };
-use crate::sleep::CoreLatch;
-use crate::sleep::{Park, SleepManager};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
+use crate::sleep::park::Park;
 use loom::sync::Arc;
 use loom::thread;
 use std::task::Waker;

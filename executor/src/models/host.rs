@@ -7,7 +7,9 @@
 //! while it sleeps wakes it too.
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until_in, Outcome, Queue};
-use crate::sleep::{CoreLatch, Host, SleepManager};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
+use crate::sleep::park::Host;
 use crate::sync::{Condvar, Mutex};
 use loom::sync::Arc;
 use loom::thread;

@@ -11,7 +11,9 @@
 
 use super::driver::with_driver;
 use super::sleep::{assert_counters_at_rest, without_driver};
-use crate::sleep::{CoreLatch, Inbox, SleepManager};
+use crate::sleep::inbox::Inbox;
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
 use loom::sync::Arc;
 use loom::thread;
 

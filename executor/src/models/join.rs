@@ -6,7 +6,7 @@
 //! same; the latch is the real `CoreLatch` that `SpinLatch` wraps.)
 
 use super::sleep::{assert_counters_at_rest, idle_until, without_driver, Outcome, Queue};
-use crate::sleep::CoreLatch;
+use crate::sleep::latch::CoreLatch;
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;

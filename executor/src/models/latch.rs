@@ -1,7 +1,7 @@
 //! `CoreLatch`: a `set` racing each step of the owner's sleep (UNSET, SLEEPY,
 //! SLEEPING): the owner always wakes, or never sleeps.
 
-use crate::sleep::ThreadLatch;
+use crate::sleep::latch::ThreadLatch;
 use loom::sync::Arc;
 use loom::thread;
 use std::sync::atomic::AtomicUsize;

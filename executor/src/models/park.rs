@@ -4,7 +4,7 @@
 //! polled), and `deliver` stands for the OS reporting readiness: it queues
 //! a waker and wakes the holder.
 
-use crate::sleep::Park;
+use crate::sleep::park::Park;
 use crate::sync::{AtomicBool, Condvar, Mutex, Ordering};
 use loom::sync::Arc;
 use std::task::Waker;

@@ -11,7 +11,7 @@
 //! `give_back_shares`, `scheduler/registry.rs`), line for line.
 
 use crate::sync::{fence, AtomicBool, AtomicUsize, Ordering};
-use crate::task::TaskShares;
+use crate::task::share::TaskShares;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;

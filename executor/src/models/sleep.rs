@@ -2,7 +2,9 @@
 //! is posted, from a worker (internal job) or from outside (injected job),
 //! and while the pool shuts down.
 
-use crate::sleep::{CoreLatch, Host, SleepManager};
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
+use crate::sleep::park::Host;
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -121,7 +123,11 @@ pub(super) fn assert_counters_at_rest(sleep: &SleepManager) {
 /// Run idle periods until the worker takes the job or its latch is set. A
 /// sleep in the driver that brings readiness ends a period too: the worker
 /// would run that task, then look again.
-pub(super) fn idle_until_job(sleep: &SleepManager, latch: &CoreLatch, injector: &Queue) -> Vec<Outcome> {
+pub(super) fn idle_until_job(
+    sleep: &SleepManager,
+    latch: &CoreLatch,
+    injector: &Queue,
+) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     loop {
         let outcome = idle_until(sleep, 0, latch, &[], injector);

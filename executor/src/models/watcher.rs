@@ -7,8 +7,8 @@
 
 use super::sleep::{after_earlier_work, assert_counters_at_rest, idle_until, Outcome, Queue};
 use crate::scheduler::slot::TaskSlot;
-use crate::sleep::CoreLatch;
-use crate::sleep::Sleep;
+use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::SleepManager;
 use loom::sync::Arc;
 use loom::thread;
 

@@ -118,4 +118,3 @@ pub use addr::lookup_host;
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};
-

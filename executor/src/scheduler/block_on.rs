@@ -26,48 +26,49 @@ use super::coop;
 use super::registry::Registry;
 use super::timeline::Kind;
 use crate::context::pool_cells;
-use crate::sleep::latch::CoreLatch;
-use crate::sleep::latch::ThreadLatch;
+use crate::sleep::block_on_wake::{BlockOnWake, WakePool};
+use crate::sleep::latch::{CoreLatch, ThreadLatch};
+use crate::sleep::manager::SleepManager;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
-/// What a `block_on` waker sets.
-pub(crate) enum Signal {
-    /// A plain thread, sleeping on its own lock and condvar.
-    Thread(ThreadLatch),
-    /// A plain thread in `Pool::block_on`: as `Thread`, and it holds its
-    /// pool's clock while it is awake (`sleep/activity.rs`): it leaves the
-    /// pool's activity when it commits to sleep, and its waker adds it back
-    /// before waking it. Never cached: it keeps its pool alive.
-    PoolThread {
-        latch: ThreadLatch,
-        registry: Arc<Registry>,
-    },
-    /// A worker thread, sleeping through its pool's sleep manager.
-    Worker {
-        latch: CoreLatch,
-        registry: Arc<Registry>,
-        index: usize,
-    },
+/// What a `block_on` waker sets, for this crate's pools.
+pub(crate) type Signal = BlockOnWake<Registry>;
+
+impl WakePool for Registry {
+    fn sleep_manager(&self) -> &SleepManager {
+        Registry::sleep_manager(self)
+    }
+
+    fn wake_worker(&self, index: usize) {
+        Registry::wake_worker(self, index);
+    }
 }
 
-impl Signal {
+/// How the thread that owns a signal makes it and waits on it.
+trait Owner {
+    fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal>;
+    fn fits_current_thread(&self) -> bool;
+    fn wait(&self);
+}
+
+impl Owner for Signal {
     /// For this thread; a plain thread in `pool`'s `block_on` holds its
     /// clock.
     fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal> {
         Arc::new(match (pool_cells::worker(), pool) {
-            (Some(w), _) => Signal::Worker {
+            (Some(w), _) => BlockOnWake::Worker {
                 latch: CoreLatch::new(),
-                registry: Arc::clone(w.registry()),
+                pool: Arc::clone(w.registry()),
                 index: w.index(),
             },
-            (None, Some(registry)) => Signal::PoolThread {
+            (None, Some(registry)) => BlockOnWake::PoolThread {
                 latch: ThreadLatch::new(),
-                registry: Arc::clone(registry),
+                pool: Arc::clone(registry),
             },
-            (None, None) => Signal::Thread(ThreadLatch::new()),
+            (None, None) => BlockOnWake::Thread(ThreadLatch::new()),
         })
     }
 
@@ -76,61 +77,27 @@ impl Signal {
     /// `Worker` signal is cached.
     fn fits_current_thread(&self) -> bool {
         match (self, pool_cells::worker()) {
-            (Signal::Thread(_), None) => true,
-            (
-                Signal::Worker {
-                    registry, index, ..
-                },
-                Some(w),
-            ) => Arc::ptr_eq(registry, w.registry()) && *index == w.index(),
+            (BlockOnWake::Thread(_), None) => true,
+            (BlockOnWake::Worker { pool, index, .. }, Some(w)) => {
+                Arc::ptr_eq(pool, w.registry()) && *index == w.index()
+            }
             _ => false,
-        }
-    }
-
-    fn latch(&self) -> &CoreLatch {
-        match self {
-            Signal::Thread(t) | Signal::PoolThread { latch: t, .. } => &t.latch,
-            Signal::Worker { latch, .. } => latch,
         }
     }
 
     /// Owner: wait until the latch is set.
     fn wait(&self) {
         match self {
-            Signal::Thread(t) => t.wait(),
-            Signal::PoolThread { latch, registry } => {
-                latch.wait_then(|| registry.sleep_manager().release_hold());
+            BlockOnWake::Thread(t) => t.wait(),
+            BlockOnWake::PoolThread { latch, pool } => {
+                latch.wait_then(|| pool.sleep_manager().release_hold());
             }
-            Signal::Worker { latch, .. } => {
+            BlockOnWake::Worker { latch, .. } => {
                 let worker = pool_cells::worker()
                     .expect("a worker's block_on signal is only waited on by that worker");
                 let start = worker.trace_now();
                 worker.wait_until(latch);
                 worker.trace(Kind::BlockOn, start, 0);
-            }
-        }
-    }
-}
-
-impl Wake for Signal {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        match &**self {
-            Signal::Thread(t) => t.set(),
-            Signal::PoolThread { latch, registry } => {
-                latch.set_then(|| registry.sleep_manager().hold());
-            }
-            Signal::Worker {
-                latch,
-                registry,
-                index,
-            } => {
-                if latch.set() {
-                    registry.wake_worker(*index);
-                }
             }
         }
     }
@@ -143,7 +110,7 @@ struct Lend(Option<Arc<Signal>>);
 impl Drop for Lend {
     fn drop(&mut self) {
         if let Some(signal) = self.0.take() {
-            if !matches!(&*signal, Signal::PoolThread { .. }) {
+            if !matches!(&*signal, BlockOnWake::PoolThread { .. }) {
                 pool_cells::return_block_on_signal(signal);
             }
         }

@@ -40,6 +40,7 @@ pub(crate) mod coop;
 pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod job_ref;
+pub(crate) mod light_jobs;
 pub(crate) mod metrics;
 pub(crate) mod poll_times;
 pub(crate) mod registry;

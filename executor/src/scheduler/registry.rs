@@ -26,11 +26,12 @@
 //! * The fields are private: the other files of the scheduler, and the
 //!   floors above, read what they need through the methods here.
 
-use super::blocking::BlockingPool;
+use super::blocking::{BlockingHost, BlockingPool};
 use super::config::{Config, Hook};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
+use super::light_jobs::LightJobs;
 use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
 use super::poll_times::{self, Histogram, PollClock};
 use super::shutdown_state::ShutdownState;
@@ -43,8 +44,8 @@ use crate::sleep::deadlock::DeadlockDetector;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::sleep::inbox::Inbox;
 use crate::sleep::latch::CoreLatch;
+use crate::sleep::manager::{SleepManager, WakeNote};
 use crate::sleep::park::Park;
-use crate::sleep::{SleepManager, WakeNote};
 use crate::task::clock::CoarseClock;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
@@ -105,6 +106,8 @@ pub(crate) struct Registry {
     outside_stats: CachePadded<WorkerStats>,
     shutdown: ShutdownState,
     blocking: BlockingPool,
+    /// The light jobs of `pool::fs` on the blocking engine.
+    light_jobs: LightJobs,
     on_thread_start: Option<Hook>,
     on_thread_stop: Option<Hook>,
     /// The coarse clock of task ages, published by the watcher.
@@ -126,6 +129,22 @@ pub(crate) struct Registry {
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
+impl BlockingHost for Registry {
+    fn blocking_pool(&self) -> &BlockingPool {
+        &self.blocking
+    }
+
+    fn sleep_manager(&self) -> &SleepManager {
+        &self.sleep
+    }
+
+    fn serve(self: &Arc<Self>, body: impl FnOnce()) {
+        let _current = pool_cells::enter_blocking_thread(self);
+        let _tokio = self.enter_tokio();
+        body();
+    }
+}
+
 impl task::Binding for task::Bound {
     type Scheduler = Registry;
 }
@@ -261,6 +280,7 @@ impl Registry {
             outside_stats: CachePadded::new(WorkerStats::default()),
             shutdown: ShutdownState::new(),
             blocking: BlockingPool::new(config.blocking),
+            light_jobs: LightJobs::default(),
             on_thread_start: config.on_thread_start,
             on_thread_stop: config.on_thread_stop,
             clock: CoarseClock::default(),
@@ -307,7 +327,9 @@ impl Registry {
     pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
         #[cfg(feature = "tokio-compat")]
         {
-            if crate::context::pool_cells::worker().is_some_and(|w| std::ptr::eq(&**w.registry(), self)) {
+            if crate::context::pool_cells::worker()
+                .is_some_and(|w| std::ptr::eq(&**w.registry(), self))
+            {
                 return None;
             }
             self.tokio.get().map(|t| t.enter_next())
@@ -366,10 +388,9 @@ impl Registry {
         self.io_uring
     }
 
-    /// Run a light job (one file operation) on the blocking threads,
-    /// batched (`blocking.rs`).
-    pub(crate) fn run_batched(self: &Arc<Self>, job: super::blocking::Job) {
-        self.blocking.run_batched(self, job);
+    /// The light jobs of `pool::fs` (`Registry::run_batched`, `spawn.rs`).
+    pub(super) fn light_jobs(&self) -> &LightJobs {
+        &self.light_jobs
     }
 
     pub(super) fn shutdown_state(&self) -> &ShutdownState {
@@ -621,7 +642,7 @@ impl Registry {
         (m.blocking_threads, m.blocking_queue_depth) = self.blocking.threads_and_queue();
         m.injector_depth = self.injector.len();
         m.io_events = self.io.io_events();
-        m.fs_blocking_ops = self.blocking.light_jobs_run();
+        m.fs_blocking_ops = self.light_jobs.light_jobs_run();
         let ring_ops = self.io.ring_ops();
         m.fs_ring_ops = ring_ops.unwrap_or(0);
         m.fs_engine = match ring_ops {

@@ -58,6 +58,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     // 1. Refuse new work and stop everyone.
     registry.shutdown_state().begin();
     registry.sleep_manager().watcher().stop();
+    registry.light_jobs().close();
     registry.blocking().begin_shutdown();
     #[cfg(feature = "console")]
     if let Some(console) = threads.console.take() {
@@ -113,7 +114,7 @@ fn drop_unfinished_tasks(registry: &Registry) {
     }
     registry
         .blocking()
-        .drain(registry)
+        .drain(registry.sleep_manager())
         .into_iter()
         .for_each(cancel);
     registry.drain_queues();

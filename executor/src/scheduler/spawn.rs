@@ -20,6 +20,7 @@
 //!   (`spawn_raw`), as `schedule_task` would.
 
 use super::blocking::BlockingTask;
+use super::light_jobs::Job;
 use super::registry::Registry;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
@@ -36,6 +37,20 @@ use std::panic::Location;
 use std::sync::Arc;
 
 impl Registry {
+    /// Run a light job (one file operation) on the blocking threads,
+    /// batched with the others (`light_jobs.rs`): a drainer it needs starts
+    /// as a `spawn_blocking` closure. A job the pool never runs (it shut
+    /// down) is dropped: its owner learns it from what the job owned.
+    #[track_caller]
+    pub(crate) fn run_batched(self: &Arc<Self>, job: Job) {
+        self.light_jobs().submit(job, |me| {
+            let registry = Arc::clone(self);
+            let drainer =
+                self.spawn_blocking(move || registry.light_jobs().drain(me), Location::caller());
+            drop(drainer); // detached
+        });
+    }
+
     /// Spawn `future` onto this pool; `at` is where the user called spawn.
     #[inline]
     pub(crate) fn spawn<F>(
@@ -293,7 +308,8 @@ fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: 
 fn schedule_pinned(runnable: Runnable, home: usize) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner();
-    match pool_cells::worker().filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
+    match pool_cells::worker()
+        .filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {
         Some(worker) => worker.push_local(runnable),
         None => runnable.metadata().owner_arc().send_home(home, runnable),

@@ -25,7 +25,7 @@
 //!   before it wakes it (under the sleeper's lock), and taken by the woken
 //!   worker after it woke: so it names the last waker of that sleep.
 
-use crate::sleep::WakeNote;
+use crate::sleep::manager::WakeNote;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -28,7 +28,7 @@
 //! * Once `close` ran (its worker is leaving), `push` refuses: the item is
 //!   handed back to its poster.
 
-use super::SleepManager;
+use super::manager::SleepManager;
 use crate::sync::{AtomicBool, Mutex, Ordering};
 
 /// Items for one worker from other threads (see the module docs).

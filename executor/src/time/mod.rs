@@ -87,7 +87,7 @@ use std::time::Duration;
 
 pub(crate) mod clock;
 #[cfg(all(test, not(loom)))]
-pub(crate) mod tests;
+mod tests;
 
 pub use clock::{advance, pause, resume, Instant};
 

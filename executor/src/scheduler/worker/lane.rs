@@ -5,7 +5,7 @@
 //! the worker's own stack, and reads no clock.
 
 use super::super::timeline::{Kind, Lane, Timeline};
-use crate::sleep::Round;
+use crate::sleep::manager::Round;
 use std::sync::Arc;
 
 /// Where worker `index` records its events, if the pool is traced.

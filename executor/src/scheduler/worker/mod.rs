@@ -53,7 +53,7 @@ use super::registry::{Registry, WorkerInfo};
 use super::timeline::{driver_arg, Kind};
 use crate::context::pool_cells;
 use crate::sleep::latch::CoreLatch;
-use crate::sleep::Round;
+use crate::sleep::manager::Round;
 use crate::task::header::Runnable;
 use crate::task::id::TaskId;
 use crate::task::owned::Slot;
