@@ -176,7 +176,7 @@ impl hyper::rt::Timer for Timer {
     /// The pool's clock, so that hyper's deadlines agree with its sleeps
     /// when a test pauses it.
     fn now(&self) -> Instant {
-        crate::time::clock::Instant::now().into_std()
+        crate::time::instant::Instant::now().into_std()
     }
 
     fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: Instant) {

@@ -16,7 +16,7 @@
 //!   meanwhile shows one of the states it was in.
 
 use crate::scheduler::registry::Registry;
-use crate::task::clock::COARSE_TICK_NS;
+use crate::task::coarse_clock::COARSE_TICK_NS;
 use crate::task::id::TaskId;
 use std::fmt;
 use std::panic::Location;

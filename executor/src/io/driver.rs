@@ -21,7 +21,7 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
-use super::clock::Clock;
+use super::pool_clock::PoolClock;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 use super::timers::Timers;
 #[cfg(target_os = "linux")]
@@ -114,7 +114,7 @@ pub(crate) struct Driver {
     num_sources: AtomicUsize,
     pub(super) timers: Timers,
     /// The pool's time, which the timers' deadlines are in (`clock.rs`).
-    pub(crate) clock: Clock,
+    pub(crate) clock: PoolClock,
     /// The pool's tasks did I/O since the clock last jumped (noted only
     /// while it is paused; `did_io`).
     io_since_jump: AtomicBool,
@@ -153,7 +153,7 @@ impl IoDriver for Driver {
             sources: Mutex::new(Sources::default()),
             num_sources: AtomicUsize::new(0),
             timers: Timers::new(),
-            clock: Clock::new(start_paused),
+            clock: PoolClock::new(start_paused),
             io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             #[cfg(target_os = "linux")]

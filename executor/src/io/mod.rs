@@ -20,9 +20,9 @@
 //! `pool::fs`.)
 
 pub(crate) mod async_fd;
-pub(crate) mod clock;
 pub(crate) mod driver;
 pub(crate) mod poll_evented;
+pub(crate) mod pool_clock;
 pub(crate) mod scheduled_io;
 pub(crate) mod timer_entry;
 pub(crate) mod timers;

@@ -23,7 +23,7 @@
 //! * Deadlines are in the pool's time (`clock.rs`); a paused clock jumps
 //!   (`jump_if_quiet`) only under the store's lock, to the first deadline.
 
-use super::clock::Clock;
+use super::pool_clock::PoolClock;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,7 +152,7 @@ impl Timers {
     /// inserted before it, and an insert after it reads the new time.
     pub(crate) fn jump_if_quiet(
         &self,
-        clock: &Clock,
+        clock: &PoolClock,
         is_quiet: &dyn Fn() -> bool,
         wakers: &mut Vec<Waker>,
     ) -> bool {

@@ -46,7 +46,6 @@
 //! must find a holder's read of the pool racing its free (`shares.rs`).
 
 pub(crate) mod block_on;
-pub(crate) mod clock;
 pub(crate) mod counters;
 pub(crate) mod driver;
 pub(crate) mod host;
@@ -54,6 +53,7 @@ pub(crate) mod inbox;
 pub(crate) mod join;
 pub(crate) mod latch;
 pub(crate) mod park;
+pub(crate) mod paused_jump;
 pub(crate) mod shares;
 pub(crate) mod sleep;
 pub(crate) mod watcher;

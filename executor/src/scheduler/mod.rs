@@ -51,6 +51,7 @@ pub(crate) mod spawn;
 pub(crate) mod start;
 pub(crate) mod thread_name;
 pub(crate) mod threads;
+pub(crate) mod ticks;
 pub(crate) mod timeline;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod tokio_compat;

@@ -15,7 +15,7 @@
 //! * Off (the default, `Builder::poll_time_histogram`) a worker neither
 //!   reads the clock for it nor touches these counters: every count is 0.
 //! * On, a poll is timed with two readings of the CPU's tick counter
-//!   (`PollClock`: `rdtsc` on x86_64, 13 ns a reading on the machine of
+//!   (`TickRate`: `rdtsc` on x86_64, 13 ns a reading on the machine of
 //!   `docs/BENCHMARKS.md` against 35 ns for `Instant::now`), turned into
 //!   nanoseconds at a rate measured once, over 200 us, when the pool is
 //!   built (an error of a few parts in 100 000, nothing against buckets a
@@ -23,9 +23,8 @@
 //!   where it is invariant and synchronized across CPUs; a reading that
 //!   goes back across a migration counts as 0.
 
-use super::timeline::ticks;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The number of buckets: 1 us, 2 us, ... 2^20 us (about 1.05 s), then the
 /// rest.
@@ -119,73 +118,6 @@ pub(crate) fn bucket_of(ns: u64) -> usize {
     k.min(BUCKETS - 1)
 }
 
-/// The clock of poll times (module invariants).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PollClock {
-    /// Nanoseconds per tick, in 32.32 fixed point.
-    ns_per_tick: u64,
-}
-
-/// `Instant::now` and the tick counter read at one moment: the tick reading
-/// is the midpoint of two taken around the `Instant` one, from the tightest
-/// of three such pairs. Read one after the other, a slow `Instant::now`
-/// (its first call, an interrupt) put microseconds between them, a percent
-/// of the calibration's 200 us (the clock then read 20.36 ms for 20.09).
-fn paired_reading() -> (Instant, u64) {
-    let mut best: Option<(u64, Instant, u64)> = None;
-    for _ in 0..3 {
-        let before = ticks();
-        let now = Instant::now();
-        let width = ticks().wrapping_sub(before);
-        if best.is_none_or(|(w, _, _)| width < w) {
-            best = Some((width, now, before.wrapping_add(width / 2)));
-        }
-    }
-    let (_, now, mid) = best.expect("three readings were taken");
-    (now, mid)
-}
-
-/// How long the rate of the tick counter is measured.
-const CALIBRATION: Duration = Duration::from_micros(200);
-
-impl PollClock {
-    /// Measure the tick counter's rate against `Instant` (a 200 us spin,
-    /// once, when a pool that times its polls is built).
-    pub(crate) fn calibrate() -> PollClock {
-        if !cfg!(target_arch = "x86_64") {
-            return PollClock {
-                ns_per_tick: 1 << 32,
-            };
-        }
-        let (start, started) = paired_reading();
-        loop {
-            if start.elapsed() >= CALIBRATION {
-                let (end, ended) = paired_reading();
-                let elapsed = end.duration_since(start);
-                let spent = ended.wrapping_sub(started).max(1);
-                let q = (elapsed.as_nanos() << 32) / u128::from(spent);
-                return PollClock {
-                    ns_per_tick: u64::try_from(q).unwrap_or(u64::MAX).max(1),
-                };
-            }
-            std::hint::spin_loop();
-        }
-    }
-
-    /// A reading, for `ns_since`.
-    #[inline]
-    pub(crate) fn now(&self) -> u64 {
-        ticks()
-    }
-
-    /// Nanoseconds since the reading `start`.
-    #[inline]
-    pub(crate) fn ns_since(&self, start: u64) -> u64 {
-        let elapsed = ticks().saturating_sub(start);
-        ((u128::from(elapsed) * u128::from(self.ns_per_tick)) >> 32) as u64
-    }
-}
-
 /// One worker's poll-time counts, and the time of its polls in all (the
 /// `_sum` of a Prometheus histogram).
 #[derive(Debug, Default)]
@@ -253,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_poll_clock_agrees_with_instant() {
-        let clock = PollClock::calibrate();
+        let clock = TickRate::calibrate();
         let (start, ticks) = (Instant::now(), clock.now());
         std::thread::sleep(Duration::from_millis(20));
         let (ns, real) = (clock.ns_since(ticks), start.elapsed().as_nanos() as u64);

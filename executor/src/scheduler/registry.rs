@@ -33,9 +33,10 @@ use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
 use super::light_jobs::LightJobs;
 use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
-use super::poll_times::{self, Histogram, PollClock};
+use super::poll_times::{self, Histogram};
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
+use super::ticks::TickRate;
 use super::timeline::Timeline;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
@@ -46,7 +47,7 @@ use crate::sleep::inbox::Inbox;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::{SleepManager, WakeNote};
 use crate::sleep::park::Park;
-use crate::task::clock::CoarseClock;
+use crate::task::coarse_clock::CoarseClock;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
@@ -117,7 +118,7 @@ pub(crate) struct Registry {
     /// The clock of the workers' busy time (`Metrics::busy`).
     busy_clock: BusyClock,
     /// `Builder::poll_time_histogram`: workers time each poll, with this.
-    time_polls: Option<PollClock>,
+    time_polls: Option<TickRate>,
     /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
@@ -286,7 +287,7 @@ impl Registry {
             clock: CoarseClock::default(),
             timeline,
             busy_clock: BusyClock::new(),
-            time_polls: config.poll_time_histogram.then(PollClock::calibrate),
+            time_polls: config.poll_time_histogram.then(TickRate::calibrate),
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
             io_uring: config.io_uring,
@@ -706,7 +707,7 @@ impl Registry {
 
     /// The clock that times polls, if they are timed
     /// (`Builder::poll_time_histogram`).
-    pub(crate) fn poll_clock(&self) -> Option<PollClock> {
+    pub(crate) fn poll_clock(&self) -> Option<TickRate> {
         self.time_polls
     }
 

@@ -25,6 +25,7 @@
 //!   before it wakes it (under the sleeper's lock), and taken by the woken
 //!   worker after it woke: so it names the last waker of that sleep.
 
+use super::ticks::ticks;
 use crate::sleep::manager::WakeNote;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -152,34 +153,19 @@ fn zeroed_events(n: usize) -> Box<[Event]> {
     }
 }
 
-/// The clock of a timeline.
-struct Clock {
+/// Where a timeline's time starts: an `Instant` and a tick reading taken
+/// together.
+struct Anchor {
     instant: Instant,
     ticks: u64,
 }
 
-impl Clock {
-    fn now() -> Clock {
-        Clock {
+impl Anchor {
+    fn now() -> Anchor {
+        Anchor {
             instant: Instant::now(),
             ticks: ticks(),
         }
-    }
-}
-
-/// A reading of the CPU's tick counter: the timeline's clock, and the
-/// poll-time histogram's (`poll_times.rs`).
-#[inline]
-pub(super) fn ticks() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: `rdtsc` has no preconditions; every x86_64 CPU has it.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-        EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
     }
 }
 
@@ -187,7 +173,7 @@ pub(super) fn ticks() -> u64 {
 pub(crate) struct Timeline {
     path: PathBuf,
     lanes: Box<[Lane]>,
-    start: Clock,
+    start: Anchor,
 }
 
 impl std::fmt::Debug for Timeline {
@@ -204,7 +190,7 @@ impl Timeline {
         Timeline {
             path,
             lanes: (0..workers).map(|_| Lane::new()).collect(),
-            start: Clock::now(),
+            start: Anchor::now(),
         }
     }
 
@@ -238,7 +224,7 @@ impl Timeline {
     }
 
     fn write_to(&self, path: &Path) -> io::Result<()> {
-        let end = Clock::now();
+        let end = Anchor::now();
         let elapsed_ns = end.instant.duration_since(self.start.instant).as_nanos() as f64;
         let elapsed_ticks = end.ticks.wrapping_sub(self.start.ticks).max(1) as f64;
         let ns_per_tick = if cfg!(target_arch = "x86_64") {

@@ -51,7 +51,7 @@ use super::registry::Registry;
 use super::thread_name::{set_kernel_name, ThreadKind};
 use crate::context::pool_cells;
 use crate::sleep::park::Host;
-use crate::task::clock::coarse_now_ns;
+use crate::task::coarse_clock::coarse_now_ns;
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::future::{poll_fn, Future};

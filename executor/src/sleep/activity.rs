@@ -1,5 +1,5 @@
 //! `Activity`: how many things of one pool could still make work, so that a
-//! paused clock knows when it may jump (`crate::io::Clock`, API "Time you
+//! paused clock knows when it may jump (`crate::io::pool_clock::PoolClock`, API "Time you
 //! can stop").
 //!
 //! One counter sums everything that holds the clock: each worker that is

@@ -30,7 +30,7 @@
 //! re-exports: the files of the floor do not import each other in a circle.
 
 pub(crate) mod abort_handle;
-pub(crate) mod clock;
+pub(crate) mod coarse_clock;
 pub(crate) mod error;
 pub(crate) mod future;
 pub(crate) mod header;

@@ -85,11 +85,11 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-pub(crate) mod clock;
+pub(crate) mod instant;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use clock::{advance, pause, resume, Instant};
+pub use instant::{advance, pause, resume, Instant};
 
 /// A deadline this far away stands for "never" (`Instant` has no maximum).
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);

@@ -6,8 +6,8 @@
 
 use super::{sleep, timeout};
 use crate::builder::Builder;
-use crate::time::clock::advance;
-use crate::time::clock::Instant;
+use crate::time::instant::advance;
+use crate::time::instant::Instant;
 use std::sync::mpsc;
 use std::time::Duration;
 

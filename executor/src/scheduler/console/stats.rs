@@ -18,7 +18,7 @@
 //!   at its second poll (holding the first poll's figures), so a short
 //!   task costs the console one small allocation.
 
-use super::super::poll_times::PollClock;
+use super::super::ticks::TickRate;
 use crate::task::header::TaskKind;
 use crate::task::id::TaskId;
 use parking_lot::Mutex;
@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime};
 /// (`now`), plus one: 0 means "never".
 pub(crate) type Stamp = u64;
 
-/// The console clock: the CPU's tick counter (`PollClock`: `rdtsc` on
+/// The console clock: the CPU's tick counter (`TickRate`: `rdtsc` on
 /// x86_64, 13 ns a reading against 35 for `Instant::now`), counted from
 /// one reading anchored to the wall clock, for the console's timestamps.
 /// One for the process, so a counting waker, which knows only its task's
@@ -41,13 +41,13 @@ pub(crate) type Stamp = u64;
 struct ConsoleClock {
     wall: SystemTime,
     ticks: u64,
-    clock: PollClock,
+    clock: TickRate,
 }
 
 fn clock() -> &'static ConsoleClock {
     static CLOCK: OnceLock<ConsoleClock> = OnceLock::new();
     CLOCK.get_or_init(|| {
-        let clock = PollClock::calibrate();
+        let clock = TickRate::calibrate();
         ConsoleClock {
             wall: SystemTime::now(),
             ticks: clock.now(),

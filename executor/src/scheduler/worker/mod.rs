@@ -48,8 +48,8 @@ pub(crate) mod search;
 use super::coop;
 use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
-use super::poll_times::PollClock;
 use super::registry::{Registry, WorkerInfo};
+use super::ticks::TickRate;
 use super::timeline::{driver_arg, Kind};
 use crate::context::pool_cells;
 use crate::sleep::latch::CoreLatch;
@@ -126,7 +126,7 @@ pub(crate) struct WorkerThread {
     #[cfg(feature = "tokio-compat")]
     host: Option<super::tokio_compat::WorkerHost>,
     /// `Builder::poll_time_histogram`: time each poll with this clock.
-    time_polls: Option<PollClock>,
+    time_polls: Option<TickRate>,
     /// Shares of the pool for the headers of tasks spawned here, and given
     /// back by those dropped here (`task/share.rs`); the rest of the batch
     /// goes back to the pool's count when this thread leaves (`Drop`).

@@ -1,4 +1,4 @@
-//! `Clock`: one pool's time, as `pool::time` reads it (API "Time you can
+//! `PoolClock`: one pool's time, as `pool::time` reads it (API "Time you can
 //! stop").
 //!
 //! A pool's clock runs with `std::time::Instant` until it is first paused
@@ -34,7 +34,7 @@ struct State {
 
 /// One pool's clock.
 #[derive(Debug)]
-pub(crate) struct Clock {
+pub(crate) struct PoolClock {
     /// Ever paused: `now` reads `state`.
     shifted: AtomicBool,
     /// Paused now (a copy of `state.since.is_none()`, read without the
@@ -43,11 +43,11 @@ pub(crate) struct Clock {
     state: Mutex<State>,
 }
 
-impl Clock {
+impl PoolClock {
     /// A running clock, paused from the start if `paused`.
-    pub(crate) fn new(paused: bool) -> Clock {
+    pub(crate) fn new(paused: bool) -> PoolClock {
         let now = Instant::now();
-        let clock = Clock {
+        let clock = PoolClock {
             shifted: AtomicBool::new(false),
             paused: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_paused_clock_stands_still_and_moves_by_what_it_is_told() {
-        let clock = Clock::new(true);
+        let clock = PoolClock::new(true);
         assert!(clock.is_paused());
         let t0 = clock.now();
         std::thread::sleep(Duration::from_millis(5));
@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn a_clock_never_paused_is_real_time() {
-        let clock = Clock::new(false);
+        let clock = PoolClock::new(false);
         let before = Instant::now();
         let now = clock.now();
         assert!(now >= before && now <= Instant::now());
