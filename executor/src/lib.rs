@@ -166,7 +166,7 @@ pub mod __private {
         #[cfg(feature = "console")]
         let console = attribute
             .contains("main")
-            .then(crate::scheduler::console::addr_from_env)
+            .then(crate::scheduler::console_record::addr_from_env)
             .flatten();
         #[cfg(feature = "console")]
         if let Some(addr) = &console {
@@ -174,7 +174,7 @@ pub mod __private {
         }
         builder.build().unwrap_or_else(|e| {
             #[cfg(feature = "console")]
-            let from = console.map_or("", |_| crate::scheduler::console::blame_env(&e));
+            let from = console.map_or("", |_| crate::scheduler::console_record::blame_env(&e));
             #[cfg(not(feature = "console"))]
             let from = "";
             panic!("{attribute}: the pool failed to start: {e}{from}")

@@ -57,8 +57,8 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
 }
 
 /// The current pool's I/O driver, for a new socket or timer.
-pub(crate) fn io_driver() -> Arc<Driver> {
-    with_current(|registry| Arc::clone(registry.io_driver()))
+pub(crate) fn use_driver() -> Arc<Driver> {
+    with_current(|registry| Arc::clone(registry.use_driver()))
 }
 
 /// Run `f` with the current pool's driver, without starting the global pool

@@ -60,7 +60,7 @@ impl Engine {
             ring: (registry.io_uring_allowed() && ring_allowed())
                 .then(|| {
                     let worker = worker.map(|w| w.index());
-                    registry.io_driver().ring(worker).cloned()
+                    registry.use_driver().ring(worker).cloned()
                 })
                 .flatten(),
         })

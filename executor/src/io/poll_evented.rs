@@ -34,7 +34,7 @@ pub(crate) struct PollEvented<S: Source> {
 impl<S: Source> PollEvented<S> {
     /// Register `source` with the current pool's driver.
     pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
-        let driver = crate::context::current::io_driver();
+        let driver = crate::context::current::use_driver();
         let (token, io) = driver.register(&mut source)?;
         driver.did_io();
         Ok(PollEvented {

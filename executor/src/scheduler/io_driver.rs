@@ -8,7 +8,7 @@
 //! its type here by implementing [`Binding`] for [`Bound`], and [`Driver`]
 //! is the type that resolves to, so the registry holds the driver itself
 //! (no trait object, no dynamic call on a worker's poll) and gives it, as
-//! that type, back to the sockets and timers of `io/` (`Registry::io_driver`)
+//! that type, back to the sockets and timers of `io/` (`Registry::use_driver`)
 //! while no file of the scheduler imports `io/`.
 
 use crate::sleep::park::Park;

@@ -35,7 +35,7 @@ pub(crate) mod block_on;
 pub(crate) mod blocking;
 pub(crate) mod config;
 #[cfg(feature = "console")]
-pub(crate) mod console;
+pub(crate) mod console_record;
 pub(crate) mod coop;
 pub(crate) mod global;
 pub(crate) mod io_driver;

@@ -126,7 +126,7 @@ pub(crate) struct Registry {
     io_uring: bool,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
-    console: Option<super::console::Console>,
+    console: Option<super::console_record::Console>,
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
@@ -239,7 +239,7 @@ impl Registry {
     ) -> Registry {
         let n = stealers.len();
         #[cfg(feature = "console")]
-        let console = config.console_addr.map(super::console::Console::new);
+        let console = config.console_addr.map(super::console_record::Console::new);
         let timeline = config.trace.map(|path| Arc::new(Timeline::new(path, n)));
         // The user's handler runs with this thread marked as in it, so that
         // `mark_blocked` there panics instead of deadlocking.
@@ -299,7 +299,7 @@ impl Registry {
     /// The console's task table and address, if the pool serves
     /// tokio-console.
     #[cfg(feature = "console")]
-    pub(crate) fn console(&self) -> Option<&super::console::Console> {
+    pub(crate) fn console(&self) -> Option<&super::console_record::Console> {
         self.console.as_ref()
     }
 
@@ -421,13 +421,6 @@ impl Registry {
 
     pub(super) fn on_thread_stop(&self) -> Option<&Hook> {
         self.on_thread_stop.as_ref()
-    }
-
-    /// The I/O driver, for the workers' polls and shutdown (a new socket or
-    /// timer uses `io_driver`).
-    #[inline]
-    pub(super) fn io(&self) -> &Driver {
-        &self.io
     }
 
     /// One share of this pool for a new task's header (`task/share.rs`),
@@ -596,8 +589,8 @@ impl Registry {
         !self.injector.is_empty()
     }
 
-    /// The pool's I/O driver as it is: no socket or timer is made with it
-    /// (the pool's clock is read through it).
+    /// The pool's I/O driver as it is: for the workers' polls, shutdown and
+    /// the pool's clock; no socket or timer is made with it (`use_driver`).
     #[inline]
     pub(crate) fn driver(&self) -> &Arc<Driver> {
         &self.io
@@ -606,7 +599,7 @@ impl Registry {
     /// The pool's I/O driver, for a new socket or timer: the first such use
     /// lets a sleeper block in the driver from then on (`SleepManager::enable_driver`).
     #[inline]
-    pub(crate) fn io_driver(&self) -> &Arc<Driver> {
+    pub(crate) fn use_driver(&self) -> &Arc<Driver> {
         let woken = self.sleep.enable_driver();
         if woken > 0 {
             self.count(self.local_worker(), |s| &s.wakeups, woken as u64);

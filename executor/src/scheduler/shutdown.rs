@@ -62,7 +62,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     registry.blocking().begin_shutdown();
     #[cfg(feature = "console")]
     if let Some(console) = threads.console.take() {
-        use super::console::Serve;
+        use super::console_record::Serve;
         console.stop();
     }
     for (index, w) in registry.workers().iter().enumerate() {
@@ -124,6 +124,6 @@ fn drop_unfinished_tasks(registry: &Registry) {
     // timers, complete) from now on. Their wakers belong to tasks of other
     // pools or to outside threads (this pool's tasks are gone).
     let mut wakers = Vec::new();
-    registry.io().shut_down(&mut wakers);
+    registry.driver().shut_down(&mut wakers);
     wakers.into_iter().for_each(Waker::wake);
 }

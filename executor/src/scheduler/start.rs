@@ -96,7 +96,7 @@ pub(crate) fn start(
     starting.threads.watcher = Some(watcher);
     #[cfg(feature = "console")]
     if let (Some(listener), Some(console)) = (console_listener, registry.console()) {
-        use super::console::{Serve, Server};
+        use super::console_record::{Serve, Server};
         let table = Arc::clone(console.table());
         starting.threads.console = Some(Server::start(table, listener, &thread_name)?);
     }

@@ -268,7 +268,7 @@ impl WorkerHost {
     /// descriptors (or the reactor refuses it): the driver is then polled
     /// on a short timer instead.
     fn watch(&self) -> Option<AsyncFd<EpollFd>> {
-        let fd = self.registry.io().epoll_fd();
+        let fd = self.registry.driver().epoll_fd();
         // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` of the driver's epoll descriptor,
         // which is open for the pool's life (the registry, which owns the
         // driver, is held by `self`); the new descriptor is ours alone.
@@ -344,7 +344,7 @@ impl WorkerHost {
         cx: &mut Context<'_>,
         wakers: &mut Vec<Waker>,
     ) -> bool {
-        let io = self.registry.io();
+        let io = self.registry.driver();
         let mut timer = self.timer.borrow_mut();
         let mut due = epoll.is_none();
         for _ in 0..DRIVER_ROUNDS {
@@ -444,7 +444,7 @@ impl Host for WorkerHost {
                 })
                 .await;
                 if holds_driver {
-                    self.registry.io().unparked();
+                    self.registry.driver().unparked();
                 }
                 *self.epoll.borrow_mut() = epoll;
             })

@@ -28,7 +28,7 @@
 //! }
 //! ```
 
-pub(crate) mod registry;
+pub(crate) mod delivery;
 pub mod unix;
 
 use std::io;

@@ -1,6 +1,6 @@
 //! Unix signals: [`signal`], [`Signal`], [`SignalKind`].
 
-use super::registry::{self, Slot};
+use super::delivery::{self, Slot};
 use crate::io::async_fd::FdSource;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
@@ -107,11 +107,11 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// # });
 /// ```
 pub fn signal(kind: SignalKind) -> io::Result<Signal> {
-    let slot = registry::register(kind.0)?;
-    let pipe = PollEvented::new(FdSource(registry::reader()?))?;
+    let slot = delivery::register(kind.0)?;
+    let pipe = PollEvented::new(FdSource(delivery::reader()?))?;
     // Dispatch what came before this `Signal`, so that it does not return
     // for it.
-    registry::drain_now()?;
+    delivery::drain_now()?;
     Ok(Signal {
         kind,
         slot,
@@ -159,7 +159,7 @@ impl Signal {
             // Drain the pipe, waiting for it to be readable when it is
             // empty; a drain dispatches to every `Signal` of the process.
             let drained = self.pipe.poll_io(cx, Direction::Read, |pipe| {
-                match registry::drain(|buf| (&pipe.0).read(buf))? {
+                match delivery::drain(|buf| (&pipe.0).read(buf))? {
                     true => Ok(()),
                     false => Err(io::ErrorKind::WouldBlock.into()),
                 }

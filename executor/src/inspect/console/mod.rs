@@ -26,8 +26,8 @@
 pub(crate) mod proto;
 pub(crate) mod service;
 
-use crate::scheduler::console::table::TaskTable;
-use crate::scheduler::console::{Binding, Bound, Serve};
+use crate::scheduler::console_record::table::TaskTable;
+use crate::scheduler::console_record::{Binding, Bound, Serve};
 use crate::scheduler::thread_name::ThreadKind;
 use console_api::instrument::instrument_server::InstrumentServer;
 use service::{publish_loop, Service};

@@ -12,12 +12,12 @@
 //!   tasks is sent in several, each well under the 4 MiB a gRPC client
 //!   takes by default.
 
-use crate::scheduler::console::stats::now;
-use crate::scheduler::console::stats::wall;
-use crate::scheduler::console::stats::Stamp;
-use crate::scheduler::console::stats::TaskStats;
-use crate::scheduler::console::table::Entry;
-use crate::scheduler::console::table::Publish;
+use crate::scheduler::console_record::stats::now;
+use crate::scheduler::console_record::stats::wall;
+use crate::scheduler::console_record::stats::Stamp;
+use crate::scheduler::console_record::stats::TaskStats;
+use crate::scheduler::console_record::table::Entry;
+use crate::scheduler::console_record::table::Publish;
 use crate::task::header::TaskKind;
 use console_api as api;
 use console_api::tasks::task_details::PollTimesHistogram;

@@ -15,7 +15,7 @@
 //!   never waits for a client.
 
 use super::proto;
-use crate::scheduler::console::table::TaskTable;
+use crate::scheduler::console_record::table::TaskTable;
 use console_api as api;
 use console_api::instrument::instrument_server::Instrument;
 use futures::Stream;

@@ -107,7 +107,7 @@ impl WorkerThread {
     /// the driver itself, or to run what it found, as the driver's own
     /// sleeper does after a wake.
     pub(super) fn poll_driver(&self, idle: bool) -> bool {
-        let io = self.registry.io();
+        let io = self.registry.driver();
         if !io.has_interest() || !io.try_acquire() {
             return false;
         }
@@ -135,7 +135,7 @@ impl WorkerThread {
     /// `groups`' fairness (one hot connection) went from 50-80 us to
     /// 400-1000 us.
     pub(super) fn poll_driver_if_unwatched(&self) {
-        let io = self.registry.io();
+        let io = self.registry.driver();
         if io.io_events() == self.events_seen.get() {
             let _ = self.poll_driver(false);
         }

@@ -23,7 +23,7 @@
 //! thread of its own (so a pool whose every worker is stuck in a poll can
 //! still be seen): `inspect/console/`, a floor above, names its type here
 //! by implementing [`Binding`] for [`Bound`], as the I/O driver does
-//! (`io_driver.rs`).
+//! (`scheduler/io_driver.rs`).
 
 pub(crate) mod stats;
 pub(crate) mod table;
