@@ -86,13 +86,14 @@ impl Builder {
     /// The prefix of the pool's thread names: workers are `NAME-0`,
     /// `NAME-1`, ...; the watcher `NAME-watcher`; blocking threads
     /// `NAME-blocking-K`; with `tokio-compat`, tokio's blocking threads
-    /// `NAME-tokio-blocking` (tokio's own tasks run on the workers). Those
+    /// `NAME-tokio-blocking` (tokio's own tasks run on the workers); with
+    /// `console`, the console's server `NAME-console`. Those
     /// are the names `std::thread::current()`
     /// and panic messages show. The kernel keeps 15 bytes of a name (what
     /// `ps -L` and `top` show): where a full name is longer, the kernel's
     /// name keeps the kind and the index whole and cuts the prefix
     /// (`pool-worker-0`, `pool-work-watch`, `pool-worke-blk3`,
-    /// `pool-worke-tblk`), so every kind is told apart.
+    /// `pool-worke-tblk`, `pool-worke-cons`), so every kind is told apart.
     /// An empty name, or one with a NUL byte, is an `InvalidInput` error at
     /// `build`.
     ///
@@ -110,7 +111,9 @@ impl Builder {
         self
     }
 
-    /// The stack size of worker threads, in bytes.
+    /// The stack size of every thread the pool starts, in bytes: its
+    /// workers, its blocking threads and (with `tokio-compat`) tokio's
+    /// blocking threads.
     ///
     /// Default: the standard library's (2 MiB unless `RUST_MIN_STACK` says
     /// otherwise). `0` makes [`build`](Builder::build) return an
@@ -302,7 +305,7 @@ impl Builder {
     /// its polls (and their task ids), fork-join jobs, steals (from whom),
     /// takes from the injector, getting sleepy, sleeping (and who woke
     /// it), and `block_on` on that worker. Open the file in Perfetto
-    /// (<https://ui.perfetto.dev>) or chrome://tracing; `benches`'
+    /// (<https://ui.perfetto.dev>) or chrome://tracing; `examples`'
     /// `trace_svg` draws it as an SVG.
     ///
     /// The workers record without locks into a ring of their own (the last
@@ -498,7 +501,9 @@ impl fmt::Debug for Builder {
             .field("blocking_keep_alive", &c.blocking.keep_alive)
             .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
             .field("trace", &c.trace)
-            .field("poll_time_histogram", &c.poll_time_histogram);
+            .field("poll_time_histogram", &c.poll_time_histogram)
+            .field("start_paused", &c.start_paused)
+            .field("io_uring", &c.io_uring);
         #[cfg(feature = "console")]
         d.field("console", &c.console);
         d.finish()

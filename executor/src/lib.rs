@@ -40,6 +40,9 @@
 //! * `hyper`: `hyper::serve` (HTTP/1 and HTTP/2 for any tower or hyper
 //!   service: an axum `Router`, tonic's `Routes`), `hyper::Connector`
 //!   for hyper-util's client, and hyper's runtime pieces.
+//! * `axum` (with `hyper`): `hyper::serve` also puts axum's
+//!   `ConnectInfo<addr>` in every request, so axum's `ConnectInfo`
+//!   extractor works.
 //! * `tokio-io`: tokio's `AsyncRead`/`AsyncWrite` on pool's sockets, pipes
 //!   and [`io::Async`].
 //! * `tokio-compat`: every worker owns a tokio current-thread runtime and

@@ -63,3 +63,32 @@ fn a_custom_stack_size_runs_deep_recursion() {
         20_000
     );
 }
+
+/// A `build` refused for a value leaves the file at the trace path as it
+/// was: the trace file is created only once every other check passed.
+#[test]
+fn a_refused_build_does_not_truncate_the_trace_file() {
+    let path = std::env::temp_dir().join(format!("pool-refused-trace-{}.json", std::process::id()));
+    std::fs::write(&path, "an earlier trace").unwrap();
+    let err = Builder::new()
+        .trace(&path)
+        .stack_size(0)
+        .build()
+        .expect_err("stack_size(0) is refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let kept = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        kept, "an earlier trace",
+        "the refused build truncated {path:?}"
+    );
+}
+
+/// `Builder`'s `Debug` shows every setting, the paused clock and the
+/// io_uring switch among them.
+#[test]
+fn the_builder_debug_shows_every_setting() {
+    let shown = format!("{:?}", Builder::new().start_paused(true).io_uring(false));
+    assert!(shown.contains("start_paused: true"), "{shown}");
+    assert!(shown.contains("io_uring: false"), "{shown}");
+}

@@ -2,9 +2,9 @@
 //! outside spawner's shard and ids, the deadlock handler's mark, the
 //! task the console is polling, the pool whose clock a `block_on` thread
 //! holds, the timeline tag and the cooperative budget. They name no type of the
-//! scheduler, so the scheduler's leaves (`coop.rs`, `timeline.rs`) read
-//! them without joining its core (`../context/mod.rs` holds the cells that
-//! name the scheduler's types).
+//! scheduler, so the scheduler's leaves (`scheduler/coop.rs`,
+//! `scheduler/timeline.rs`) read them without joining its core
+//! (`pool_cells.rs` holds the cells that name the scheduler's types).
 
 use crate::task::id::TaskId;
 use std::cell::Cell;
@@ -20,7 +20,7 @@ thread_local! {
     static BLOCKING_TASK: Cell<Option<TaskId>> = const { Cell::new(None) };
 
     /// For spawns from a thread that is not a worker: a shard of the
-    /// live-task registry (each outside thread keeps to one, and threads
+    /// live-task table (each outside thread keeps to one, and threads
     /// spread over them) and this thread's block of task ids (the next one
     /// and the block's end). One thread-local serves both (its access is a
     /// call in a position-independent executable).
@@ -37,7 +37,7 @@ thread_local! {
 
     /// The task a pool that serves tokio-console is polling on this thread,
     /// so that its counting waker tells a self-wake
-    /// (`scheduler/console/waker.rs`).
+    /// (`scheduler/console_record/waker.rs`).
     #[cfg(feature = "console")]
     static CONSOLE_POLL: Cell<Option<TaskId>> = const { Cell::new(None) };
 
@@ -91,7 +91,7 @@ pub(crate) fn with_console_poll<R>(id: TaskId, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// For a spawn from a thread that is not a worker: the live-task registry
+/// For a spawn from a thread that is not a worker: the live-task table
 /// shard this thread keeps to, and a task id from this thread's block.
 pub(crate) fn outside_spawn() -> (usize, TaskId) {
     OUTSIDE_SPAWNS.with(|(hint, ids)| (*hint, TaskId::next_in(ids)))

@@ -6,8 +6,8 @@
 //! what each costs and how to read a timeline.
 //!
 //! What the workers themselves record lives on the floors below: task ids
-//! and the coarse clock of task ages in `task/` (`id.rs`, `clock.rs`), the
-//! current task in `context/mod.rs`, the worker timeline in
+//! and the coarse clock of task ages in `task/` (`task/id.rs`, `task/coarse_clock.rs`), the
+//! current task in `context/pool_cells.rs`, the worker timeline in
 //! `scheduler/timeline.rs`.
 //!
 //! # Invariants

@@ -8,7 +8,7 @@
 //! (same poll count, same task) as an earlier look knows that poll has run
 //! at least since that earlier look, and reports it once when that is
 //! longer than the threshold. Workers read no clock for this. The report's
-//! spawn location is looked up in the registry of live tasks then, once.
+//! spawn location is looked up in the table of live tasks then, once.
 //!
 //! # Invariants
 //!

@@ -7,7 +7,7 @@
 //! [`IoDriver`]), and the sleeper that blocks in it (`sleep/mod.rs`,
 //! through [`Park`]) until an I/O event, the next timer deadline or
 //! `unpark`. The scheduler, a floor below, names this type through its
-//! driver binding (`scheduler/driver.rs`), implemented here. Readiness goes to the sources'
+//! driver binding (`scheduler/io_driver.rs`), implemented here. Readiness goes to the sources'
 //! [`ScheduledIo`]; the wakers it satisfies are handed back to the polling
 //! worker, which schedules their tasks on its own deque.
 //!
@@ -113,7 +113,7 @@ pub(crate) struct Driver {
     /// Registered sources, a hint for the busy workers' polls.
     num_sources: AtomicUsize,
     pub(super) timers: Timers,
-    /// The pool's time, which the timers' deadlines are in (`clock.rs`).
+    /// The pool's time, which the timers' deadlines are in (`pool_clock.rs`).
     pub(crate) clock: PoolClock,
     /// The pool's tasks did I/O since the clock last jumped (noted only
     /// while it is paused; `did_io`).

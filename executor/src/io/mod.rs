@@ -17,7 +17,7 @@
 //! `Async`; `timers.rs`, the timer store; `timer_entry.rs`, one timer of
 //! it, as `time::Sleep` holds it; `tokio_io.rs`, tokio's I/O traits on
 //! every stream, feature `tokio-io`; `uring.rs`, the io_uring of
-//! `pool::fs`.)
+//! `pool::fs`; `pool_clock.rs`, the pool's time, pausable.)
 
 pub(crate) mod async_fd;
 pub(crate) mod driver;

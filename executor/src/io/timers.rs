@@ -20,7 +20,7 @@
 //!   the insert (and saw it) or the inserter sees the later `parked` value.
 //! * After `shut_down` the store is empty and stays empty: an insert is
 //!   refused and the timer completes at once.
-//! * Deadlines are in the pool's time (`clock.rs`); a paused clock jumps
+//! * Deadlines are in the pool's time (`pool_clock.rs`); a paused clock jumps
 //!   (`jump_if_quiet`) only under the store's lock, to the first deadline.
 
 use super::pool_clock::PoolClock;

@@ -41,7 +41,7 @@
 //! a sleeper that found the driver held, and loom must find readiness
 //! that nobody watches (`driver.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
 //! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
-//! must find it missed (a deadlock) or early (`clock.rs`); `--cfg
+//! must find it missed (a deadlock) or early (`paused_jump.rs`); `--cfg
 //! pool_loom_relaxed_shares` relaxes a task share's give-back, and loom
 //! must find a holder's read of the pool racing its free (`shares.rs`).
 

@@ -55,7 +55,7 @@ impl Park for StandInDriver {
         self.condvar.notify_one();
     }
 
-    /// No clock here (`clock.rs` models one).
+    /// No clock here (`paused_jump.rs` models one).
     fn pool_quiet(&self) {}
 }
 

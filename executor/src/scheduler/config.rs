@@ -101,10 +101,11 @@ impl Config {
         &self.blocking.thread_name
     }
 
-    /// Check every value (creating the trace file, so that a path that
-    /// cannot be written is an error now, not a lost trace at the end, and
-    /// binding the console's address, so that a taken port is too);
-    /// returns the number of workers.
+    /// Check every value, then bind the console's address (so that a taken
+    /// port is an error now) and, last, create the trace file (so that a
+    /// path that cannot be written is an error now, not a lost trace at the
+    /// end, and a `build` refused for another value leaves the file as it
+    /// was); returns the number of workers.
     pub(crate) fn check(&mut self) -> io::Result<usize> {
         let workers = match self.worker_threads {
             Some(n) => n,
@@ -134,12 +135,6 @@ impl Config {
                         .to_string(),
                 ));
             }
-            if let Err(e) = std::fs::File::create(path) {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("trace: cannot create {}: {e}", path.display()),
-                ));
-            }
         }
         if self.stack_size == Some(0) {
             return Err(invalid_input(
@@ -155,6 +150,16 @@ impl Config {
             let listener = bind_console(addr)?;
             self.console_addr = Some(listener.local_addr()?);
             self.console_listener = Some(listener);
+        }
+        // After every check: a `build` refused for a value never truncates
+        // the file at the trace path.
+        if let Some(path) = &self.trace {
+            if let Err(e) = std::fs::File::create(path) {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("trace: cannot create {}: {e}", path.display()),
+                ));
+            }
         }
         Ok(workers)
     }

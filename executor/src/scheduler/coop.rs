@@ -22,7 +22,7 @@
 //!
 //! # Invariants
 //!
-//! * The budget lives in one thread-local (`BUDGET`, `context/cells.rs`). `budgeted`
+//! * The budget lives in one thread-local (`BUDGET`, `context/plain_cells.rs`). `budgeted`
 //!   restores the outer value when its poll ends (also on unwinding), so a
 //!   task run inside another's `block_on` on a worker thread does not spend
 //!   its caller's budget.

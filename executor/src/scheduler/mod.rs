@@ -5,21 +5,23 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | this map and the re-exports |
+//! | `mod.rs` | this map, and the re-exports of the public metrics types (each file is imported from itself) |
 //! | `registry.rs` | `Registry`: what one pool shares; `inject`, `wake_worker`, `drain_queues`, `metrics` |
 //! | `spawn.rs` | `Registry::spawn`, `spawn_on`, `spawn_local`, `spawn_blocking`, and the three doors in: `schedule_task`, `schedule_pinned`, `schedule_blocking` |
 //! | `worker/` | `WorkerThread`: main loop, search, `spawn_local` queue, removals, timeline lane (its own map) |
 //! | `slot.rs` | `TaskSlot`: a task a worker keeps unposted (its LIFO slot, its deferred task), which the watcher may take |
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
-//! | `block_on.rs` | `block_on` and the signal its waker sets |
-//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, and the batched light jobs of `pool::fs` |
+//! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
+//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
+//! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
 //! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
 //! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
+//! | `ticks.rs` | the CPU's tick counter (`ticks`, `TickRate`) that the timeline, poll times and the console read |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
 //! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (busy turns, the host of its sleeps) |
-//! | `console/` | feature `console`: the task table tokio-console is served from, recorded at spawn, poll, wake and drop (its own map) |
+//! | `console_record/` | feature `console`: the task table tokio-console is served from, recorded at spawn, poll, wake and drop (its own map) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |

@@ -119,7 +119,8 @@ pub(crate) struct Registry {
     busy_clock: BusyClock,
     /// `Builder::poll_time_histogram`: workers time each poll, with this.
     time_polls: Option<TickRate>,
-    /// The pool's tokio runtime (`tokio_compat.rs`), set once at start.
+    /// The pool's tokio runtimes, one per worker (`tokio_compat.rs`), set
+    /// once at start.
     #[cfg(feature = "tokio-compat")]
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
     /// `Builder::io_uring`: file operations may use the driver's ring.
@@ -374,7 +375,7 @@ impl Registry {
         &self.sleep
     }
 
-    /// The registry of live tasks.
+    /// The table of live tasks.
     #[inline]
     pub(crate) fn tasks(&self) -> &OwnedTasks {
         &self.tasks

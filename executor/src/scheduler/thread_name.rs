@@ -13,6 +13,7 @@
 //! | the watcher | `NAME-watcher` | `pool-work-watch` |
 //! | blocking thread `k` | `NAME-blocking-k` | `pool-work-blk12` |
 //! | a tokio blocking thread | `NAME-tokio-blocking` | `pool-worke-tblk` |
+//! | the console's server (feature `console`) | `NAME-console` | `pool-worke-cons` |
 
 use std::io;
 use std::thread;

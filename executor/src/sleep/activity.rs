@@ -41,7 +41,7 @@
 //! which unparks its sleeper when the clock is paused: by the single order
 //! of `SeqCst` operations, either the sleeper's read saw the zero, or the
 //! `end` came after it and its unpark (never lost, `park.rs`) makes the
-//! sleeper decide again. `models/clock.rs` checks both halves.
+//! sleeper decide again. `models/paused_jump.rs` checks both halves.
 //!
 //! A pool that is never paused pays one uncontended read-modify-write per
 //! sleep, per wake of a sleeper, per blocking closure and per sleep of a

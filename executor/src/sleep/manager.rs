@@ -215,7 +215,7 @@ impl SleepManager {
         // Test-only: the woken worker adds itself back when it runs again
         // (in `sleep`), not its waker now: a paused clock may then jump
         // between the wake and the woken worker's run, and
-        // `models/clock.rs` must find the job run after the jump.
+        // `models/paused_jump.rs` must find the job run after the jump.
         #[cfg(not(pool_loom_sleeper_adds_itself))]
         self.activity.begin();
         self.sleeper_left();

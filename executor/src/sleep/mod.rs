@@ -16,7 +16,9 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | `SleepManager`: `start_looking`, `no_work_found`, `work_found`, `new_internal_jobs`, `new_injected_jobs`, `wake_specific_thread` |
+//! | `mod.rs` | this map: it only declares (each file is imported from itself) |
+//! | `manager.rs` | `SleepManager`: `start_looking`, `no_work_found`, `work_found`, `new_internal_jobs`, `new_injected_jobs`, `wake_specific_thread`, the driver's hand-over |
+//! | `block_on_wake.rs` | `BlockOnWake`: what a `block_on` waker sets, and whom it wakes |
 //! | `counters.rs` | `AtomicCounters`: sleeping / inactive / JEC packed in one `u64` |
 //! | `state.rs` | `SleepState`: the lock, condvar and blocked flag one thread sleeps on |
 //! | `latch.rs` | `CoreLatch` (four states) and `ThreadLatch` (a latch with its own sleep state) |

@@ -87,7 +87,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let header = self.registration.header;
-        // A task polled after shutdown closed the registry of live tasks
+        // A task polled after shutdown closed the table of live tasks
         // ends as cancelled: nothing would wake it again (`is_closed`).
         if header.is_done() || header.is_aborted() || header.owner().live_tasks().is_closed() {
             return Poll::Ready(Err(match self.drop_future() {
@@ -162,7 +162,7 @@ pub(crate) fn cancel(runnable: Runnable) {
     runnable.run();
 }
 
-/// Takes the task out of the registry of live tasks when the future drops.
+/// Takes the task out of the table of live tasks when the future drops.
 struct Registration<'a> {
     header: &'a TaskHeader,
 }

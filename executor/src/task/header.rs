@@ -16,7 +16,7 @@
 //!   stores, never a read-modify-write. Anyone may read it (the dump).
 //! * Every task's header lies at one fixed distance from its waker's data
 //!   pointer (`TaskWaker::new` checks its site word's at every spawn), so
-//!   the registry of live tasks finds the header from the waker it keeps.
+//!   the table of live tasks finds the header from the waker it keeps.
 //! * The site word (kind and spawn site) is complete before the task is
 //!   first registered or scheduled (`register_waker`), and names a site
 //!   whose vtable is the task's wakers' own: the registry keeps the task's

@@ -1,5 +1,5 @@
 //! Tasks: what wraps a spawned future, the handle that awaits it, and the
-//! registry of live tasks. The second floor of the crate, above `sleep/`:
+//! table of live tasks. The second floor of the crate, above `sleep/`:
 //! it imports only the leaf modules (`sync`, `unwind`), nothing of the
 //! scheduler above it.
 //!
@@ -12,7 +12,7 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | this map and the re-exports |
+//! | `mod.rs` | this map, and the re-exports of the public task types |
 //! | `header.rs` | `TaskHeader`: owner, state, id and spawn site, and activity words; finding it from a waker |
 //! | `future.rs` | `TaskFuture` (panics caught, aborts honoured), `TaskOutput`, `cancel` |
 //! | `join_handle.rs` | `JoinHandle` |
@@ -20,9 +20,9 @@
 //! | `error.rs` | `JoinError` |
 //! | `id.rs` | `TaskId` and the per-thread blocks of ids |
 //! | `site.rs` | spawn sites (a spawn call and its tasks' waker vtable) kept as 14-bit indexes into one process-wide table |
-//! | `waker.rs` | `TaskWaker`: a task's waker in one word, as the registry keeps it |
-//! | `clock.rs` | the coarse clock of task ages |
-//! | `owned.rs` | `OwnedTasks`: the sharded registry of live tasks |
+//! | `waker.rs` | `TaskWaker`: a task's waker in one word, as the table of live tasks keeps it |
+//! | `coarse_clock.rs` | the coarse clock of task ages |
+//! | `owned.rs` | `OwnedTasks`: the sharded table of live tasks |
 //! | `share.rs` | `TaskShares`: the count that keeps a pool alive for its tasks' headers |
 //! | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
 //!

@@ -1,7 +1,7 @@
 //! `Schedule`: what a task needs of the pool that owns it, and how this
 //! floor names the scheduler's type without importing the floor above.
 //!
-//! A task needs five things of its pool: its registry of live tasks (an
+//! A task needs five things of its pool: its table of live tasks (an
 //! abort wakes the task through it), a way to leave it when its future
 //! is dropped, a poll of its future (which a pool that serves
 //! tokio-console instruments), for its `JoinHandle`, the cooperative
@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 
 /// What a task needs of the pool that owns it.
 pub(crate) trait Schedule: Send + Sync + 'static {
-    /// The pool's registry of live tasks.
+    /// The pool's table of live tasks.
     fn live_tasks(&self) -> &OwnedTasks;
 
     /// A task dropped its future: take it out of the live tasks if it is
@@ -34,7 +34,7 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// Poll the future of `header`'s task: `poll` (which catches its
     /// panics) with the context it is to see, `cx` itself unless the pool
     /// serves tokio-console, which times the poll and hands the future a
-    /// waker that counts its clones (`scheduler/console/`). The header's
+    /// waker that counts its clones (`scheduler/console_record/`). The header's
     /// id is read only then, so a pool without a console does nothing more
     /// per poll than call `poll`.
     fn poll_future<R>(

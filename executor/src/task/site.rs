@@ -1,7 +1,7 @@
 //! Spawn sites: where a task was spawned and which waker vtable its wakers
 //! have, kept as a 14-bit index into one process-wide table, so that a
 //! task's header holds its id, its kind and its site in one 8-byte field
-//! (`TaskHeader::ident`), and the registry of live tasks keeps a task's
+//! (`TaskHeader::ident`), and the table of live tasks keeps a task's
 //! waker in one word, its task pointer, finding the vtable here
 //! (`waker.rs`).
 //!

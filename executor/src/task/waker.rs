@@ -1,4 +1,4 @@
-//! `TaskWaker`: a task's waker in one word, as the registry of live tasks
+//! `TaskWaker`: a task's waker in one word, as the table of live tasks
 //! keeps it (8 bytes a task instead of a `Waker`'s 16).
 //!
 //! A `Waker` is two words: a data pointer (for async-task, the task's
@@ -71,7 +71,7 @@ impl TaskWaker {
                 known,
                 isize::MIN,
                 "pool: async-task's waker no longer points at a fixed place in its task \
-                 (the registry of live tasks and the dump rely on it)"
+                 (the table of live tasks and the dump rely on it)"
             );
             SITE_FROM_DATA.store(distance, Ordering::Relaxed);
         }

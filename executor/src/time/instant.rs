@@ -1,6 +1,6 @@
 //! The pool's clock as users read and stop it: [`Instant`], [`pause`],
 //! [`resume`], [`advance`]. The clock itself is the driver's
-//! (`io/clock.rs`); the jump of a paused clock is the driver's sleeper's
+//! (`io/pool_clock.rs`); the jump of a paused clock is the driver's sleeper's
 //! (`io/driver.rs`, `sleep/activity.rs`).
 
 use std::fmt;

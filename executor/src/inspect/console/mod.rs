@@ -3,7 +3,7 @@
 //! that `tokio-console http://ADDR` lists a pool's tasks with no `tracing`
 //! subscriber and no `--cfg tokio_unstable`.
 //!
-//! The data is the scheduler's task table (`scheduler/console/`); this
+//! The data is the scheduler's task table (`scheduler/console_record/`); this
 //! module only serves it.
 //!
 //! | file | what |

@@ -90,7 +90,7 @@ impl LocalTasks {
 
     /// On the way out of worker `index`: cancel every live local task, on
     /// this thread, then close `inbox`. Each is aborted and woken through
-    /// the registry of live tasks (`tasks`), which queues it here; one woken
+    /// the table of live tasks (`tasks`), which queues it here; one woken
     /// by another thread may still be in flight (scheduled, not yet in the
     /// inbox), and once shutdown has drained the registry (a worker that
     /// outlived shutdown's wait) the shutdown thread wakes them itself. So

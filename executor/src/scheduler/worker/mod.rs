@@ -415,7 +415,7 @@ impl WorkerThread {
         let start = self.trace_now();
         let timed = self.time_polls.map(|clock| (clock, clock.now()));
         // Panics of the task's future are caught inside `TaskFuture`. Each
-        // poll has its own cooperative budget (`coop.rs`).
+        // poll has its own cooperative budget (`scheduler/coop.rs`).
         let forced_yield = coop::budgeted_ran_out(|| {
             runnable.run();
         });

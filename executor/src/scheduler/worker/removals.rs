@@ -8,7 +8,7 @@ use crate::task::owned::OwnedTasks;
 use crate::task::owned::Slot;
 use std::cell::RefCell;
 
-/// Removals from other workers' shards of the live-task registry that a
+/// Removals from other workers' shards of the live-task table that a
 /// worker collects before it takes those shards' locks.
 const REMOVAL_BATCH: usize = 32;
 
