@@ -90,3 +90,21 @@ impl TickRate {
         ((u128::from(elapsed) * u128::from(self.ns_per_tick)) >> 32) as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TickRate;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_tick_rate_agrees_with_instant() {
+        let clock = TickRate::calibrate();
+        let (start, ticks) = (Instant::now(), clock.now());
+        std::thread::sleep(Duration::from_millis(20));
+        let (ns, real) = (clock.ns_since(ticks), start.elapsed().as_nanos() as u64);
+        assert!(
+            ns.abs_diff(real) < real / 100,
+            "{ns} ns by ticks, {real} ns by Instant"
+        );
+    }
+}

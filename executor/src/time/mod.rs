@@ -87,7 +87,7 @@ use std::time::Duration;
 
 pub(crate) mod instant;
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 
 pub use instant::{advance, pause, resume, Instant};
 
