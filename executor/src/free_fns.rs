@@ -52,10 +52,10 @@ where
 ///
 /// # Panics
 ///
-/// Off a worker thread (in [`Pool::block_on`] on an outside thread, in a
+/// Off a worker thread (in [`Pool::block_on`](crate::Pool::block_on) on an outside thread, in a
 /// `spawn_blocking` closure, on a plain thread): there is no worker to pin
 /// the task to. Call it from a task on the pool, or, to run a `!Send`
-/// future on the calling thread, use [`Pool::block_on`] or [`block_on`].
+/// future on the calling thread, use [`Pool::block_on`](crate::Pool::block_on) or [`block_on`].
 ///
 /// # Examples
 ///
@@ -99,7 +99,7 @@ where
 /// keeps running that worker's tasks while it waits, so it cannot deadlock
 /// the pool, even a pool of one worker.
 ///
-/// Unlike [`Pool::block_on`], it does not change the current pool.
+/// Unlike [`Pool::block_on`](crate::Pool::block_on), it does not change the current pool.
 ///
 /// # Examples
 ///
@@ -115,8 +115,8 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 /// a worker, and return a handle to its result.
 ///
 /// Blocking threads are started on demand, up to
-/// [`Builder::max_blocking_threads`] (default 512), named `NAME-blocking-K`,
-/// and exit after [`Builder::blocking_keep_alive`] (default 10 s) without
+/// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) (default 512), named `NAME-blocking-K`,
+/// and exit after [`Builder::blocking_keep_alive`](crate::Builder::blocking_keep_alive) (default 10 s) without
 /// work. Closures beyond the cap wait their turn in FIFO order. A panic in
 /// `f` is caught: the handle gives `Err(e)` with `e.is_panic()`. A closure
 /// that has not started when its pool shuts down never runs: its handle
@@ -158,7 +158,7 @@ where
 /// [`mark_unblocked`] when it stops blocking.
 ///
 /// When no worker of the pool is active and at least one is marked blocked,
-/// the pool calls its [`deadlock_handler`](Builder::deadlock_handler). On a
+/// the pool calls its [`deadlock_handler`](crate::Builder::deadlock_handler). On a
 /// thread that is not a worker, or on a pool without a handler, it does
 /// nothing.
 ///
