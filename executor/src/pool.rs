@@ -15,9 +15,10 @@ use crate::scheduler::config::Config;
 use crate::scheduler::metrics::Metrics;
 use crate::scheduler::metrics::WorkerMetrics;
 use crate::scheduler::poll_times::Histogram;
+use crate::scheduler::shutdown::shutdown;
+use crate::scheduler::start::start;
 use crate::scheduler::threads::Threads;
 use crate::scheduler::watcher::Look;
-use crate::scheduler::{self};
 use crate::task::join_handle::JoinHandle;
 use std::fmt;
 use std::future::Future;
@@ -55,7 +56,7 @@ impl Pool {
     /// Start a pool with `config` and the watcher's `look`, the stall
     /// detector (`Builder::build`).
     pub(crate) fn start(config: Config, look: Option<Box<dyn Look>>) -> io::Result<Pool> {
-        let (registry, threads) = scheduler::start(config, look)?;
+        let (registry, threads) = start(config, look)?;
         Ok(Pool {
             handle: Handle { registry },
             threads,
@@ -312,14 +313,14 @@ impl Pool {
     /// drop(tx);
     /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) {
-        scheduler::shutdown(&self.handle.registry, &mut self.threads, Some(timeout));
+        shutdown(&self.handle.registry, &mut self.threads, Some(timeout));
     }
 }
 
 /// The steps, in order, are in `scheduler/shutdown.rs`.
 impl Drop for Pool {
     fn drop(&mut self) {
-        scheduler::shutdown(&self.handle.registry, &mut self.threads, None);
+        shutdown(&self.handle.registry, &mut self.threads, None);
     }
 }
 

@@ -411,6 +411,10 @@ fn use_tree_paths(s: &str) -> Vec<Vec<String>> {
                 match c {
                     '{' => level += 1,
                     '}' | ',' if level == 0 => {
+                        // `a::{self, b}` names `a` itself.
+                        if group[start..k].trim() == "self" && !prefix.is_empty() {
+                            out.push(prefix.clone());
+                        }
                         for mut p in use_tree_paths(&group[start..k]) {
                             let mut full = prefix.clone();
                             full.append(&mut p);
@@ -1025,6 +1029,8 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
     .iter()
     .map(|s| code_only(s))
     .collect();
+    // `a::{self, b}` names the module `a` too, so `a::f()` after it is read.
+    assert_eq!(use_tree_paths("a::{self, b};"), [vec!["a"], vec!["a", "b"]]);
     let resolved = ImportGraph::from_sources(names.clone(), &codes, Reading::Resolved);
     // pool -> spawn (the method), spawn -> pool: a circle the `use` lines alone miss.
     assert!(resolved.edges[5].contains(&4) && resolved.edges[4].contains(&5));
@@ -1047,19 +1053,13 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The docs a reader follows: docs/*.md, the README at the root and every
-/// README beside the code (as paths relative to the repo root).
-fn doc_files() -> Vec<PathBuf> {
+/// The files under each of `dirs` (relative to the repo root, `target/`
+/// skipped) that `keep(dir, name)` keeps, as sorted paths relative to the
+/// repo root.
+fn repo_files(dirs: &[&str], keep: impl Fn(&str, &str) -> bool) -> Vec<PathBuf> {
     let root = repo_root();
-    let mut docs = vec![PathBuf::from("README.md")];
-    for dir in [
-        "docs",
-        "executor/src",
-        "macros",
-        "benches",
-        "examples",
-        "tests",
-    ] {
+    let mut out = Vec::new();
+    for &dir in dirs {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&d) else {
@@ -1072,13 +1072,31 @@ fn doc_files() -> Vec<PathBuf> {
                     if name != "target" {
                         stack.push(path);
                     }
-                } else if name == "README.md" || (dir == "docs" && name.ends_with(".md")) {
-                    docs.push(path.strip_prefix(&root).unwrap().to_path_buf());
+                } else if keep(dir, &name) {
+                    out.push(path.strip_prefix(&root).unwrap().to_path_buf());
                 }
             }
         }
     }
-    docs.sort();
+    out.sort();
+    out
+}
+
+/// The docs a reader follows: docs/*.md, the README at the root and every
+/// README beside the code (as paths relative to the repo root).
+fn doc_files() -> Vec<PathBuf> {
+    let dirs = [
+        "docs",
+        "executor/src",
+        "macros",
+        "benches",
+        "examples",
+        "tests",
+    ];
+    let mut docs = repo_files(&dirs, |dir, name| {
+        name == "README.md" || (dir == "docs" && name.ends_with(".md"))
+    });
+    docs.insert(0, PathBuf::from("README.md"));
     docs
 }
 
@@ -1133,29 +1151,8 @@ fn cited_file_exists(doc: &Path, path: &str) -> bool {
 /// Every Rust file of the workspace's own code (not `target/`), relative to
 /// the repo root.
 fn workspace_rust_files() -> Vec<PathBuf> {
-    let root = repo_root();
-    let mut out = Vec::new();
-    for dir in ["executor", "macros", "benches", "examples", "tests"] {
-        let mut stack = vec![root.join(dir)];
-        while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            for e in entries {
-                let path = e.unwrap().path();
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                if path.is_dir() {
-                    if name != "target" {
-                        stack.push(path);
-                    }
-                } else if name.ends_with(".rs") {
-                    out.push(path.strip_prefix(&root).unwrap().to_path_buf());
-                }
-            }
-        }
-    }
-    out.sort();
-    out
+    let dirs = ["executor", "macros", "benches", "examples", "tests"];
+    repo_files(&dirs, |_, name| name.ends_with(".rs"))
 }
 
 /// The comments of Rust source `src` (`//`, `///`, `//!`), each line

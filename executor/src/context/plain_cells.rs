@@ -37,7 +37,7 @@ thread_local! {
 
     /// The task a pool that serves tokio-console is polling on this thread,
     /// so that its counting waker tells a self-wake
-    /// (`scheduler/console_record/waker.rs`).
+    /// (`scheduler/console_record/counting_waker.rs`).
     #[cfg(feature = "console")]
     static CONSOLE_POLL: Cell<Option<TaskId>> = const { Cell::new(None) };
 

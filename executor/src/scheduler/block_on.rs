@@ -18,7 +18,7 @@
 //! * The latch is reset *before* each poll: a wake that lands during the poll
 //!   leaves it SET, and the wait that follows returns at once. No wake is
 //!   lost.
-//! * Each thread caches one signal (`context/mod.rs`) and lends it to one
+//! * Each thread caches one signal (`context/pool_cells.rs`) and lends it to one
 //!   `block_on` at a time; a nested `block_on` on the same thread makes its
 //!   own, so the outer call's wakes are never consumed by the inner loop.
 
@@ -26,86 +26,63 @@ use super::coop;
 use super::registry::Registry;
 use super::timeline::Kind;
 use crate::context::pool_cells;
-use crate::sleep::block_on_wake::{BlockOnWake, WakePool};
+use crate::sleep::block_on_wake::BlockOnWake;
 use crate::sleep::latch::{CoreLatch, ThreadLatch};
-use crate::sleep::manager::SleepManager;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-/// What a `block_on` waker sets, for this crate's pools.
-pub(crate) type Signal = BlockOnWake<Registry>;
-
-impl WakePool for Registry {
-    fn sleep_manager(&self) -> &SleepManager {
-        Registry::sleep_manager(self)
-    }
-
-    fn wake_worker(&self, index: usize) {
-        Registry::wake_worker(self, index);
-    }
+/// For this thread; a plain thread in `pool`'s `block_on` holds its
+/// clock.
+fn signal_for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<BlockOnWake<Registry>> {
+    Arc::new(match (pool_cells::worker(), pool) {
+        (Some(w), _) => BlockOnWake::Worker {
+            latch: CoreLatch::new(),
+            pool: Arc::clone(w.registry()),
+            index: w.index(),
+        },
+        (None, Some(registry)) => BlockOnWake::PoolThread {
+            latch: ThreadLatch::new(),
+            pool: Arc::clone(registry),
+        },
+        (None, None) => BlockOnWake::Thread(ThreadLatch::new()),
+    })
 }
 
-/// How the thread that owns a signal makes it and waits on it.
-trait Owner {
-    fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal>;
-    fn fits_current_thread(&self) -> bool;
-    fn wait(&self);
-}
-
-impl Owner for Signal {
-    /// For this thread; a plain thread in `pool`'s `block_on` holds its
-    /// clock.
-    fn for_current_thread(pool: Option<&Arc<Registry>>) -> Arc<Signal> {
-        Arc::new(match (pool_cells::worker(), pool) {
-            (Some(w), _) => BlockOnWake::Worker {
-                latch: CoreLatch::new(),
-                pool: Arc::clone(w.registry()),
-                index: w.index(),
-            },
-            (None, Some(registry)) => BlockOnWake::PoolThread {
-                latch: ThreadLatch::new(),
-                pool: Arc::clone(registry),
-            },
-            (None, None) => BlockOnWake::Thread(ThreadLatch::new()),
-        })
-    }
-
-    /// Was this signal made for the thread's current role? (A worker thread
-    /// stops being one when its main loop ends.) Only a `Thread` or a
-    /// `Worker` signal is cached.
-    fn fits_current_thread(&self) -> bool {
-        match (self, pool_cells::worker()) {
-            (BlockOnWake::Thread(_), None) => true,
-            (BlockOnWake::Worker { pool, index, .. }, Some(w)) => {
-                Arc::ptr_eq(pool, w.registry()) && *index == w.index()
-            }
-            _ => false,
+/// Was `signal` made for the thread's current role? (A worker thread
+/// stops being one when its main loop ends.) Only a `Thread` or a
+/// `Worker` signal is cached.
+fn fits_current_thread(signal: &BlockOnWake<Registry>) -> bool {
+    match (signal, pool_cells::worker()) {
+        (BlockOnWake::Thread(_), None) => true,
+        (BlockOnWake::Worker { pool, index, .. }, Some(w)) => {
+            Arc::ptr_eq(pool, w.registry()) && *index == w.index()
         }
+        _ => false,
     }
+}
 
-    /// Owner: wait until the latch is set.
-    fn wait(&self) {
-        match self {
-            BlockOnWake::Thread(t) => t.wait(),
-            BlockOnWake::PoolThread { latch, pool } => {
-                latch.wait_then(|| pool.sleep_manager().release_hold());
-            }
-            BlockOnWake::Worker { latch, .. } => {
-                let worker = pool_cells::worker()
-                    .expect("a worker's block_on signal is only waited on by that worker");
-                let start = worker.trace_now();
-                worker.wait_until(latch);
-                worker.trace(Kind::BlockOn, start, 0);
-            }
+/// Owner: wait until the latch is set.
+fn wait(signal: &BlockOnWake<Registry>) {
+    match signal {
+        BlockOnWake::Thread(t) => t.wait(),
+        BlockOnWake::PoolThread { latch, pool } => {
+            latch.wait_then(|| pool.sleep_manager().release_hold());
+        }
+        BlockOnWake::Worker { latch, .. } => {
+            let worker = pool_cells::worker()
+                .expect("a worker's block_on signal is only waited on by that worker");
+            let start = worker.trace_now();
+            worker.wait_until(latch);
+            worker.trace(Kind::BlockOn, start, 0);
         }
     }
 }
 
 /// Gives the borrowed signal back to the thread's cache, also on a panic
 /// (not a `PoolThread` one: it keeps its pool alive).
-struct Lend(Option<Arc<Signal>>);
+struct Lend(Option<Arc<BlockOnWake<Registry>>>);
 
 impl Drop for Lend {
     fn drop(&mut self) {
@@ -160,10 +137,10 @@ pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) ->
     let pool = pool.filter(|_| pool_cells::worker().is_none());
     let _holding = pool.map(Holding::enter);
     let signal = match pool {
-        Some(registry) => Signal::for_current_thread(Some(registry)),
+        Some(registry) => signal_for_current_thread(Some(registry)),
         None => pool_cells::take_block_on_signal()
-            .filter(|s| s.fits_current_thread())
-            .unwrap_or_else(|| Signal::for_current_thread(None)),
+            .filter(|s| fits_current_thread(s))
+            .unwrap_or_else(|| signal_for_current_thread(None)),
     };
     let lend = Lend(Some(Arc::clone(&signal)));
     let waker = Waker::from(Arc::clone(&signal));
@@ -174,7 +151,7 @@ pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) ->
         if let Poll::Ready(output) = coop::budgeted(|| future.as_mut().poll(&mut cx)) {
             break output;
         }
-        signal.wait();
+        wait(&signal);
     };
     drop(lend);
     output

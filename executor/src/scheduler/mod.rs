@@ -62,5 +62,3 @@ pub(crate) mod worker;
 
 pub use metrics::{FsEngine, Metrics, WorkerMetrics};
 pub use poll_times::{Bucket, Histogram};
-pub(crate) use shutdown::shutdown;
-pub(crate) use start::start;

@@ -41,6 +41,7 @@ use super::timeline::Timeline;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
 use crate::scheduler::worker::search::steal_one;
+use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::deadlock::DeadlockDetector;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::sleep::inbox::Inbox;
@@ -53,8 +54,8 @@ use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
 use crate::task::owned::OwnedTasks;
 use crate::task::owned::Slot;
+use crate::task::schedule;
 use crate::task::share::TaskShares;
-use crate::task::{self};
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
@@ -131,6 +132,16 @@ pub(crate) struct Registry {
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
+impl WakePool for Registry {
+    fn sleep_manager(&self) -> &SleepManager {
+        Registry::sleep_manager(self)
+    }
+
+    fn wake_worker(&self, index: usize) {
+        Registry::wake_worker(self, index);
+    }
+}
+
 impl BlockingHost for Registry {
     fn blocking_pool(&self) -> &BlockingPool {
         &self.blocking
@@ -147,11 +158,11 @@ impl BlockingHost for Registry {
     }
 }
 
-impl task::Binding for task::Bound {
+impl schedule::Binding for schedule::Bound {
     type Scheduler = Registry;
 }
 
-impl task::Schedule for Registry {
+impl schedule::Schedule for Registry {
     fn live_tasks(&self) -> &OwnedTasks {
         &self.tasks
     }

@@ -41,7 +41,6 @@ impl Registry {
     /// batched with the others (`light_jobs.rs`): a drainer it needs starts
     /// as a `spawn_blocking` closure. A job the pool never runs (it shut
     /// down) is dropped: its owner learns it from what the job owned.
-    #[track_caller]
     pub(crate) fn run_batched(self: &Arc<Self>, job: Job) {
         self.light_jobs().submit(job, |me| {
             let registry = Arc::clone(self);

@@ -44,7 +44,5 @@ pub(crate) mod waker;
 
 pub use abort_handle::AbortHandle;
 pub use error::JoinError;
-pub(crate) use future::cancel;
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
-pub(crate) use schedule::{Binding, Bound, Schedule};

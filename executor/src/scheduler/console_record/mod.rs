@@ -7,7 +7,7 @@
 //! (`stats.rs`). The scheduler records into it at four places: the spawn
 //! (`Registry::spawn_raw`), each poll (`Console::poll`, through
 //! `task::Schedule::poll_future`: timed, with a counting waker,
-//! `waker.rs`), the wakes (the counting waker) and the drop of the future
+//! `counting_waker.rs`), the wakes (the counting waker) and the drop of the future
 //! (`task::Schedule::release`). A pool without a console records nothing:
 //! each of those places tests one `Option` the registry holds, and a build
 //! without the feature has no test at all.
@@ -17,7 +17,7 @@
 //! | `mod.rs` | `Console` (the table and the address), `Serve`: what the scheduler needs of the server |
 //! | `stats.rs` | `TaskStats`: one task's figures; the console clock; `Spread`, durations by bucket |
 //! | `table.rs` | `TaskTable`: the tasks by id in locked shards, live and finished (kept a while), spare entries reused; what a publish sends |
-//! | `waker.rs` | the counting waker a task is polled with |
+//! | `counting_waker.rs` | the counting waker a task is polled with |
 //!
 //! The server is the console-api `Instrument` gRPC service, served from a
 //! thread of its own (so a pool whose every worker is stuck in a poll can
@@ -25,9 +25,9 @@
 //! by implementing [`Binding`] for [`Bound`], as the I/O driver does
 //! (`scheduler/io_driver.rs`).
 
+pub(crate) mod counting_waker;
 pub(crate) mod stats;
 pub(crate) mod table;
-pub(crate) mod waker;
 
 pub(crate) use stats::now;
 pub(crate) use table::TaskTable;
@@ -77,7 +77,7 @@ impl Console {
             // as it is, rather than not at all.
             return poll(cx);
         };
-        let waker = waker::borrowed(&entry);
+        let waker = counting_waker::borrowed(&entry);
         let mut counted = Context::from_waker(&waker);
         let started = now();
         entry.stats.poll_started(started);

@@ -165,7 +165,7 @@ pub(crate) struct TaskStats {
     /// Recorded since the last publish.
     changed: AtomicBool,
     /// The task's own waker, which the console's counting waker wakes
-    /// (`waker.rs`); taken when the task's future drops, so that a waker
+    /// (`counting_waker.rs`); taken when the task's future drops, so that a waker
     /// kept somewhere does not keep the finished task's memory.
     pub(super) inner: Mutex<Option<Waker>>,
 }
@@ -297,7 +297,7 @@ impl TaskStats {
     /// The task's future was dropped at `now` (by the thread that polls
     /// it, or cancels it): let its own waker go, then settle a wake that no
     /// poll followed. Taken under the lock the counting waker records its
-    /// wakes under, so no wake is recorded after this (`waker.rs`).
+    /// wakes under, so no wake is recorded after this (`counting_waker.rs`).
     pub(crate) fn finished(&self, now: Stamp) {
         let inner = self.inner.lock().take();
         drop(inner);

@@ -13,9 +13,9 @@
 //!   the inbox.
 
 use crate::sleep::inbox::Inbox;
+use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::owned::OwnedTasks;
-use crate::task::{self};
 use crossbeam_deque::Worker;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -103,7 +103,7 @@ impl LocalTasks {
             // Each wake queues the task here (or finds it queued already).
             live.into_iter().for_each(Waker::wake);
             while let Some(runnable) = self.pop(inbox) {
-                task::cancel(runnable);
+                cancel(runnable);
             }
             if self.live.get() == 0 {
                 break;
@@ -111,7 +111,7 @@ impl LocalTasks {
             std::thread::yield_now();
         }
         for runnable in inbox.close() {
-            task::cancel(runnable);
+            cancel(runnable);
         }
     }
 }

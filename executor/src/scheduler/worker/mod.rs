@@ -54,10 +54,10 @@ use super::timeline::{driver_arg, Kind};
 use crate::context::pool_cells;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::Round;
+use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::id::TaskId;
 use crate::task::owned::Slot;
-use crate::task::{self};
 use crate::unwind::call_quietly;
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
@@ -671,7 +671,7 @@ pub(crate) fn main_loop(
     // Drop what is left in our LIFO slot and deque. Dropping a
     // future may wake another task onto them, so repeat until both stay empty.
     while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
-        task::cancel(runnable);
+        cancel(runnable);
     }
     // A fork-join job is never dropped: someone waits for it. (Only a
     // scope's spawn can be left here: a `join` returns with its own.)
