@@ -25,6 +25,7 @@
 use super::config::BlockingConfig;
 use super::thread_name::ThreadKind;
 use crate::context::plain_cells::with_blocking_task;
+use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::manager::SleepManager;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
@@ -39,12 +40,11 @@ use std::time::Instant;
 
 /// What the blocking pool needs of the pool it serves (the scheduler's
 /// `Registry`, in `scheduler/registry.rs`), so that this file names no
-/// file of the scheduler's core.
-pub(crate) trait BlockingHost: Send + Sync + 'static {
+/// file of the scheduler's core. Its sleep manager (`WakePool`): queued and
+/// running closures hold the pool's paused clock.
+pub(crate) trait BlockingHost: WakePool {
     /// The blocking pool itself (a thread reaches it through its host).
     fn blocking_pool(&self) -> &BlockingPool;
-    /// Queued and running closures hold the pool's paused clock.
-    fn sleep_manager(&self) -> &SleepManager;
     /// Run `body`, a blocking thread's whole life, as a thread that serves
     /// this pool (its current pool; with `tokio-compat`, in its tokio
     /// context).

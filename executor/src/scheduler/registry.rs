@@ -147,10 +147,6 @@ impl BlockingHost for Registry {
         &self.blocking
     }
 
-    fn sleep_manager(&self) -> &SleepManager {
-        &self.sleep
-    }
-
     fn serve(self: &Arc<Self>, body: impl FnOnce()) {
         let _current = pool_cells::enter_blocking_thread(self);
         let _tokio = self.enter_tokio();
