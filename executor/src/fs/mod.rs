@@ -67,7 +67,7 @@ pub(crate) mod read_dir;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use crate::scheduler::FsEngine;
+pub use crate::scheduler::fs_engine::FsEngine;
 pub use file::File;
 pub use open_options::OpenOptions;
 pub use read_dir::{DirEntry, ReadDir};

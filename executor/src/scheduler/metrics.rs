@@ -29,6 +29,7 @@ use super::poll_times::PollTimes;
 use crate::task::id::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use super::fs_engine::FsEngine;
 
 /// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
 #[derive(Clone, Copy)]
@@ -125,18 +126,6 @@ pub struct Metrics {
     /// File operations run on the blocking threads (batched; not counted
     /// in `blocking_queue_depth`).
     pub fs_blocking_ops: u64,
-}
-
-/// Which engine runs a pool's file operations ([`Metrics::fs_engine`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum FsEngine {
-    /// The pool's io_uring runs opens, reads, writes, syncs and closes; the
-    /// blocking threads run the rest (metadata, directories).
-    IoUring,
-    /// The blocking threads run every file operation: the kernel gave no
-    /// io_uring, or `POOL_FS=blocking`.
-    Blocking,
 }
 
 /// A snapshot of one worker's counters: see

@@ -16,6 +16,7 @@
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
 //! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
 //! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
+//! | `fs_engine.rs` | `FsEngine`: which engine runs the pool's file operations (`Metrics::fs_engine`, `pool::fs::FsEngine`) |
 //! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
 //! | `ticks.rs` | the CPU's tick counter (`ticks`, `TickRate`) that the timeline, poll times and the console read |
@@ -39,6 +40,7 @@ pub(crate) mod config;
 #[cfg(feature = "console")]
 pub(crate) mod console_record;
 pub(crate) mod coop;
+pub(crate) mod fs_engine;
 pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod job_ref;
@@ -60,5 +62,5 @@ pub(crate) mod tokio_compat;
 pub(crate) mod watcher;
 pub(crate) mod worker;
 
-pub use metrics::{FsEngine, Metrics, WorkerMetrics};
+pub use metrics::{Metrics, WorkerMetrics};
 pub use poll_times::{Bucket, Histogram};

@@ -648,8 +648,8 @@ impl Registry {
         let ring_ops = self.io.ring_ops();
         m.fs_ring_ops = ring_ops.unwrap_or(0);
         m.fs_engine = match ring_ops {
-            Some(_) => Some(crate::scheduler::metrics::FsEngine::IoUring),
-            None if m.fs_blocking_ops > 0 => Some(crate::scheduler::metrics::FsEngine::Blocking),
+            Some(_) => Some(crate::scheduler::fs_engine::FsEngine::IoUring),
+            None if m.fs_blocking_ops > 0 => Some(crate::scheduler::fs_engine::FsEngine::Blocking),
             None => None,
         };
         m
