@@ -25,11 +25,11 @@
 //!   each bumped by the thread where it happens (a task's future is dropped
 //!   where it last ran, or by a shutdown).
 
+use super::fs_engine::FsEngine;
 use super::poll_times::PollTimes;
 use crate::task::id::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use super::fs_engine::FsEngine;
 
 /// What a worker was polling before a nested poll (`WorkerStats::begin_poll`).
 #[derive(Clone, Copy)]
