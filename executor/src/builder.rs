@@ -130,7 +130,13 @@ impl Builder {
         self
     }
 
-    /// A function each worker thread runs when it starts, before any task.
+    /// A function each thread of the pool that runs the user's code runs
+    /// when it starts, before any task or closure: every worker, every
+    /// blocking thread (`spawn_blocking`, file operations) and, with
+    /// `tokio-compat`, every blocking thread of the workers' tokio runtimes.
+    /// It can ask [`ThreadKind::current`](crate::ThreadKind::current) which
+    /// one it is (a worker's index, say). A panic in it is reported by the
+    /// panic hook and the thread goes on.
     ///
     /// Default: none.
     ///
@@ -150,11 +156,17 @@ impl Builder {
     /// assert_eq!(started.load(Ordering::SeqCst), 2);
     /// ```
     pub fn on_thread_start(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
-        self.config.on_thread_start = Some(Arc::new(f));
+        self.config.blocking.hooks.start = Some(Arc::new(f));
         self
     }
 
-    /// A function each worker thread runs when it stops, after its last task.
+    /// A function each thread that ran [`on_thread_start`](Builder::on_thread_start)
+    /// runs when it stops, after its last task or closure (a blocking thread
+    /// stops when it has been idle for `blocking_keep_alive`, or at
+    /// shutdown). Dropping the pool returns after the stop hooks of its
+    /// workers and blocking threads have run; tokio's blocking threads are
+    /// not waited for (a closure still running there would hold the drop
+    /// up), and run theirs as they end.
     ///
     /// Default: none.
     ///
@@ -174,7 +186,7 @@ impl Builder {
     /// assert_eq!(stopped.load(Ordering::SeqCst), 2);
     /// ```
     pub fn on_thread_stop(mut self, f: impl Fn() + Send + Sync + 'static) -> Builder {
-        self.config.on_thread_stop = Some(Arc::new(f));
+        self.config.blocking.hooks.stop = Some(Arc::new(f));
         self
     }
 
@@ -494,8 +506,8 @@ impl fmt::Debug for Builder {
         d.field("worker_threads", &c.worker_threads)
             .field("thread_name", &c.thread_name())
             .field("stack_size", &c.stack_size)
-            .field("on_thread_start", &c.on_thread_start.is_some())
-            .field("on_thread_stop", &c.on_thread_stop.is_some())
+            .field("on_thread_start", &c.blocking.hooks.start.is_some())
+            .field("on_thread_stop", &c.blocking.hooks.stop.is_some())
             .field("deadlock_handler", &c.deadlock_handler.is_some())
             .field("max_blocking_threads", &c.blocking.max_threads)
             .field("blocking_keep_alive", &c.blocking.keep_alive)

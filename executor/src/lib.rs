@@ -128,6 +128,7 @@ mod models;
 
 pub use builder::Builder;
 pub use context::pool_cells::task_id;
+pub use context::thread_kind::ThreadKind;
 pub use free_fns::{
     block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
 };

@@ -182,6 +182,88 @@ fn thread_hooks_run_once_per_worker() {
     });
 }
 
+/// The hooks run on every thread that runs the user's code, which can ask
+/// what it is: each worker by its index, a blocking thread, a tokio
+/// blocking thread; never the watcher. Every start has its stop: the
+/// pool's own threads' by the time the pool's drop returns, a tokio
+/// blocking thread's as it ends (shutdown does not wait for those).
+#[test]
+fn thread_hooks_run_on_blocking_threads_and_know_their_kind() {
+    use pool::ThreadKind;
+    use std::sync::Mutex;
+    watchdog("thread_hooks_kinds", 10, || {
+        let started = Arc::new(Mutex::new(Vec::new()));
+        let stopped = Arc::new(Mutex::new(Vec::new()));
+        let (s, t) = (started.clone(), stopped.clone());
+        let p = Builder::new()
+            .worker_threads(2)
+            .on_thread_start(move || s.lock().unwrap().push(ThreadKind::current()))
+            .on_thread_stop(move || t.lock().unwrap().push(ThreadKind::current()))
+            .build()
+            .unwrap();
+        let kinds = p.block_on(p.spawn(async {
+            let inside = ThreadKind::current();
+            let blocking = pool::spawn_blocking(ThreadKind::current).await.unwrap();
+            let tokio_blocking = tokio::task::spawn_blocking(ThreadKind::current)
+                .await
+                .unwrap();
+            (inside, blocking, tokio_blocking)
+        }));
+        let (inside, blocking, tokio_blocking) = kinds.unwrap();
+        assert!(
+            matches!(inside, Some(ThreadKind::Worker(0 | 1))),
+            "{inside:?}"
+        );
+        assert_eq!(blocking, Some(ThreadKind::Blocking(0)));
+        assert_eq!(tokio_blocking, Some(ThreadKind::TokioBlocking));
+        assert_eq!(
+            ThreadKind::current(),
+            None,
+            "the test's thread is no pool's"
+        );
+        drop(p);
+        let own = stopped.lock().unwrap().clone();
+        let own: Vec<_> = own
+            .into_iter()
+            .filter(|k| *k != Some(ThreadKind::TokioBlocking))
+            .collect();
+        assert_eq!(
+            own.len(),
+            3,
+            "the pool's own threads stopped before drop returned: {own:?}"
+        );
+        let sorted = |v: &Mutex<Vec<Option<ThreadKind>>>| {
+            let mut v: Vec<String> = v.lock().unwrap().iter().map(|k| format!("{k:?}")).collect();
+            v.sort();
+            v
+        };
+        let expected = [
+            "Some(Blocking(0))",
+            "Some(TokioBlocking)",
+            "Some(Worker(0))",
+            "Some(Worker(1))",
+        ];
+        assert_eq!(
+            sorted(&started),
+            expected,
+            "one start per thread, none on the watcher"
+        );
+        let tokio_stopped = || {
+            let kinds = stopped.lock().unwrap();
+            kinds.contains(&Some(ThreadKind::TokioBlocking))
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !tokio_stopped() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            sorted(&stopped),
+            expected,
+            "one stop per thread that started"
+        );
+    });
+}
+
 #[test]
 fn a_pool_dropped_inside_its_own_task_does_not_deadlock() {
     watchdog("drop_inside_own_task", 10, || {

@@ -23,8 +23,8 @@
 //!   cancels it).
 
 use super::config::BlockingConfig;
-use super::thread_name::ThreadKind;
 use crate::context::plain_cells::with_blocking_task;
+use crate::context::thread_kind::ThreadKind;
 use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::manager::SleepManager;
 use crate::task::future::cancel;
@@ -76,7 +76,6 @@ pub(crate) struct BlockingPool {
 
 impl BlockingPool {
     /// The settings it was built with.
-    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     pub(super) fn config(&self) -> &BlockingConfig {
         &self.config
     }
@@ -132,7 +131,12 @@ impl BlockingPool {
         let kind = ThreadKind::Blocking(id);
         match kind.spawn(&self.config.thread_name, builder, move || {
             let sleep = thread_host.sleep_manager();
-            thread_host.serve(|| thread_host.blocking_pool().run_thread(sleep, id));
+            thread_host.serve(|| {
+                let pool = thread_host.blocking_pool();
+                pool.config.hooks.run_start();
+                pool.run_thread(sleep, id);
+                pool.config.hooks.run_stop();
+            });
         }) {
             Ok(handle) => {
                 st.next_id += 1;

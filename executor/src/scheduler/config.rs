@@ -10,14 +10,53 @@
 
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
+use crate::unwind::call_quietly;
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-/// What a worker's thread-start and thread-stop hooks are.
+/// What a thread-start or thread-stop hook is.
 pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
+
+/// `Builder::on_thread_start` and `on_thread_stop`: run on every thread
+/// of the pool that runs the user's code (workers, blocking threads,
+/// tokio's blocking threads), which can ask `ThreadKind::current()`
+/// which one it is.
+#[derive(Clone, Default)]
+pub(crate) struct ThreadHooks {
+    pub(crate) start: Option<Hook>,
+    pub(crate) stop: Option<Hook>,
+}
+
+impl ThreadHooks {
+    /// Run the start hook, if any. Its panic is the user's bug, already
+    /// reported by the panic hook: the thread goes on (a worker that died
+    /// here would leave the sleep protocol counting on it).
+    pub(crate) fn run_start(&self) {
+        if let Some(hook) = &self.start {
+            call_quietly(|| hook());
+        }
+    }
+
+    /// Run the stop hook, if any (its panic as the start hook's).
+    pub(crate) fn run_stop(&self) {
+        if let Some(hook) = &self.stop {
+            call_quietly(|| hook());
+        }
+    }
+}
+
+impl fmt::Debug for ThreadHooks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadHooks")
+            .field("start", &self.start.is_some())
+            .field("stop", &self.stop.is_some())
+            .finish()
+    }
+}
 
 /// The name workers get when `Builder::thread_name` is not called.
 const DEFAULT_THREAD_NAME: &str = "pool-worker";
@@ -28,13 +67,15 @@ const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 /// How long a blocking thread waits for work before it exits, by default.
 const DEFAULT_BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-/// The settings of a blocking pool (from the `Builder`).
+/// The settings of a blocking pool (from the `Builder`), the ones every
+/// thread of the pool shares among them (the name prefix, the hooks).
 #[derive(Clone, Debug)]
 pub(crate) struct BlockingConfig {
     pub(crate) max_threads: usize,
     pub(crate) keep_alive: Duration,
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
+    pub(crate) hooks: ThreadHooks,
 }
 
 /// A pool's settings (the `Builder`'s, one field per setter but
@@ -43,8 +84,6 @@ pub(crate) struct Config {
     /// `None`: one worker per available CPU.
     pub(crate) worker_threads: Option<usize>,
     pub(crate) stack_size: Option<usize>,
-    pub(crate) on_thread_start: Option<Hook>,
-    pub(crate) on_thread_stop: Option<Hook>,
     /// The user's handler (the registry wraps it, see `Registry::new`).
     pub(crate) deadlock_handler: Option<DeadlockHandler>,
     /// The blocking pool's settings, the thread name prefix among them.
@@ -74,14 +113,13 @@ impl Config {
         Config {
             worker_threads: None,
             stack_size: None,
-            on_thread_start: None,
-            on_thread_stop: None,
             deadlock_handler: None,
             blocking: BlockingConfig {
                 max_threads: DEFAULT_MAX_BLOCKING_THREADS,
                 keep_alive: DEFAULT_BLOCKING_KEEP_ALIVE,
                 thread_name: DEFAULT_THREAD_NAME.to_string(),
                 stack_size: None,
+                hooks: ThreadHooks::default(),
             },
             trace: None,
             poll_time_histogram: false,

@@ -27,7 +27,7 @@
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
 //! | `threads.rs` | `Threads`: the threads a shutdown joins |
-//! | `thread_name.rs` | `ThreadKind`: each thread's full name and the short one `ps` and `top` show |
+//! | `thread_name.rs` | each `ThreadKind` of thread's full name and the short one `ps` and `top` show |
 //! | `shutdown.rs` | the shutdown, its six steps in order |
 //! | `shutdown_state.rs` | `ShutdownState`: what spawns read of a shutdown, and the workers' exits |
 //! | `global.rs` | the global pool |

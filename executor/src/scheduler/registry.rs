@@ -27,7 +27,7 @@
 //!   floors above, read what they need through the methods here.
 
 use super::blocking::{BlockingHost, BlockingPool};
-use super::config::{Config, Hook};
+use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
 use super::job_ref::JobRef;
@@ -110,8 +110,6 @@ pub(crate) struct Registry {
     blocking: BlockingPool,
     /// The light jobs of `pool::fs` on the blocking engine.
     light_jobs: LightJobs,
-    on_thread_start: Option<Hook>,
-    on_thread_stop: Option<Hook>,
     /// The coarse clock of task ages, published by the watcher.
     clock: CoarseClock,
     /// The workers' timeline, when the pool is traced.
@@ -290,8 +288,6 @@ impl Registry {
             shutdown: ShutdownState::new(),
             blocking: BlockingPool::new(config.blocking),
             light_jobs: LightJobs::default(),
-            on_thread_start: config.on_thread_start,
-            on_thread_stop: config.on_thread_stop,
             clock: CoarseClock::default(),
             timeline,
             busy_clock: BusyClock::new(),
@@ -423,12 +419,10 @@ impl Registry {
         self.timeline.clone()
     }
 
-    pub(super) fn on_thread_start(&self) -> Option<&Hook> {
-        self.on_thread_start.as_ref()
-    }
-
-    pub(super) fn on_thread_stop(&self) -> Option<&Hook> {
-        self.on_thread_stop.as_ref()
+    /// The user's thread hooks (kept with the blocking pool's settings,
+    /// whose threads run them too).
+    pub(super) fn thread_hooks(&self) -> &ThreadHooks {
+        &self.blocking.config().hooks
     }
 
     /// One share of this pool for a new task's header (`task/share.rs`),

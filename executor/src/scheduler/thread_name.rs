@@ -15,20 +15,9 @@
 //! | a tokio blocking thread | `NAME-tokio-blocking` | `pool-worke-tblk` |
 //! | the console's server (feature `console`) | `NAME-console` | `pool-worke-cons` |
 
+use crate::context::thread_kind::ThreadKind;
 use std::io;
 use std::thread;
-
-/// A kind of thread a pool runs.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum ThreadKind {
-    Worker(usize),
-    Watcher,
-    Blocking(usize),
-    #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
-    TokioBlocking,
-    #[cfg_attr(not(feature = "console"), allow(dead_code))]
-    Console,
-}
 
 /// The most bytes of a thread name the kernel keeps (16 with the NUL).
 const KERNEL_NAME_MAX: usize = 15;
@@ -71,7 +60,8 @@ impl ThreadKind {
 
     /// Start a thread of this kind for pool `prefix` with `builder` (its
     /// stack size, say): std names it with the full name, and the thread
-    /// gives itself its short name in the kernel before it runs `f`.
+    /// gives itself its short name in the kernel and records its kind
+    /// (`ThreadKind::current`) before it runs `f`.
     pub(crate) fn spawn<T: Send + 'static>(
         self,
         prefix: &str,
@@ -81,6 +71,7 @@ impl ThreadKind {
         let short = self.short_name(prefix);
         builder.name(self.full_name(prefix)).spawn(move || {
             set_kernel_name(&short);
+            self.enter();
             f()
         })
     }
@@ -101,7 +92,7 @@ pub(crate) fn set_kernel_name(name: &str) {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::ThreadKind::*;
+    use crate::context::thread_kind::ThreadKind::*;
 
     #[test]
     fn short_names_keep_the_kind_and_fit_the_kernel() {

@@ -48,8 +48,9 @@
 
 use super::io_driver::IoDriver;
 use super::registry::Registry;
-use super::thread_name::{set_kernel_name, ThreadKind};
+use super::thread_name::set_kernel_name;
 use crate::context::pool_cells;
+use crate::context::thread_kind::ThreadKind;
 use crate::sleep::park::Host;
 use crate::task::coarse_clock::coarse_now_ns;
 use parking_lot::Mutex;
@@ -108,13 +109,20 @@ impl TokioCompat {
         for _ in 0..workers {
             let weak = weak.clone();
             let prefix = thread_name.to_owned();
+            let (hooks, stop_hooks) = (blocking.hooks.clone(), blocking.hooks.clone());
             let on_start = move || {
                 // Its short name in the kernel (tokio named it in full).
                 set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
+                ThreadKind::TokioBlocking.enter();
                 if let Some(registry) = weak.upgrade() {
                     // Kept until the thread ends (see `on_thread_stop`).
                     std::mem::forget(pool_cells::enter_blocking_thread(&registry));
                 }
+                hooks.run_start();
+            };
+            let on_stop = move || {
+                stop_hooks.run_stop();
+                pool_cells::leave_served_pool();
             };
             let mut builder = tokio::runtime::Builder::new_current_thread();
             builder
@@ -123,7 +131,7 @@ impl TokioCompat {
                 .thread_keep_alive(blocking.keep_alive)
                 .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
                 .on_thread_start(on_start)
-                .on_thread_stop(pool_cells::leave_served_pool);
+                .on_thread_stop(on_stop);
             if let Some(bytes) = blocking.stack_size {
                 builder.thread_stack_size(bytes);
             }

@@ -26,9 +26,9 @@
 pub(crate) mod proto;
 pub(crate) mod service;
 
+use crate::context::thread_kind::ThreadKind;
 use crate::scheduler::console_record::table::TaskTable;
 use crate::scheduler::console_record::{Binding, Bound, Serve};
-use crate::scheduler::thread_name::ThreadKind;
 use console_api::instrument::instrument_server::InstrumentServer;
 use service::{publish_loop, Service};
 use std::io;

@@ -58,7 +58,6 @@ use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::id::TaskId;
 use crate::task::owned::Slot;
-use crate::unwind::call_quietly;
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
 use local::LocalTasks;
@@ -661,9 +660,7 @@ pub(crate) fn main_loop(
     // hooks included.
     #[cfg(feature = "tokio-compat")]
     let _tokio = this.host.as_ref().map(|h| h.enter());
-    if let Some(hook) = this.registry.on_thread_start() {
-        call_quietly(|| hook());
-    }
+    this.registry.thread_hooks().run_start();
     this.wait_until(&this.info().terminate);
     // Shutdown: our `spawn_local` tasks can only be dropped here.
     this.local
@@ -678,13 +675,8 @@ pub(crate) fn main_loop(
     while let Some(job) = this.jobs.pop() {
         this.execute_job(job);
     }
-    // A panic in a thread hook is the user's bug, already reported by the
-    // panic hook: the worker goes on (a start hook that panics would
-    // otherwise leave the pool a worker short while the sleep protocol still
-    // counts on it).
-    if let Some(hook) = this.registry.on_thread_stop() {
-        call_quietly(|| hook());
-    }
+    // A hook's panic is caught: the worker goes on (`ThreadHooks`).
+    this.registry.thread_hooks().run_stop();
 }
 
 /// The cache of shares goes back to the pool's count. `main_loop`'s
