@@ -11,10 +11,19 @@
 //!   generated client over `examples::greeter::channel()` (no tokio at
 //!   all); on tokio, tonic's own `transport::Server` and `Channel`, both
 //!   with `tcp_nodelay(true)` (pool's server and connector set it).
+//! * `library`: how sqlx's SQLite driver (and any library with a thread of
+//!   its own) answers a task: the task sends a request over a channel to
+//!   the library's thread and awaits a oneshot that the thread fires. No
+//!   socket, no tokio task: the runtime's wake of a task from another
+//!   thread, and its sleep and wake-up.
+//! * `library_spawn`: the same, plus one `tokio::spawn` of an empty task
+//!   per call, not awaited (how sqlx returns a pooled connection; hyper-util's
+//!   client, `axum::serve` and axum's upgrades spawn as well): what a tokio
+//!   task costs on pool's hosted runtimes (`tokio-compat`) against tokio.
 //!
 //! ```text
 //! cargo build --release -p benches --bins
-//! target/release/ecosystem [--rounds 5] [--secs 3] [--concurrency 32] [--only reqwest,tonic]
+//! target/release/ecosystem [--rounds 5] [--secs 3] [--concurrency 32] [--only reqwest,tonic,library,library_spawn] [--runtime pool|tokio]
 //! ```
 //!
 //! Reports per workload and runtime the medians over rounds of calls/s
@@ -30,7 +39,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tests::{process_cpu_time, ListeningServer};
 
-const WORKLOADS: [&str; 2] = ["reqwest", "tonic"];
+const WORKLOADS: [&str; 4] = ["reqwest", "tonic", "library", "library_spawn"];
+const RUNTIMES: [&str; 2] = ["pool", "tokio"];
 const WARMUP: Duration = Duration::from_millis(300);
 
 struct Args {
@@ -38,11 +48,13 @@ struct Args {
     secs: u64,
     concurrency: usize,
     workloads: Vec<String>,
+    /// `--runtime`: run only this one (to profile it alone).
+    runtimes: Vec<String>,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "ecosystem: {problem}\nusage: ecosystem [--rounds N] [--secs S] [--concurrency C] [--only {}]",
+        "ecosystem: {problem}\nusage: ecosystem [--rounds N] [--secs S] [--concurrency C] [--only {}] [--runtime pool|tokio]",
         WORKLOADS.join(",")
     );
     std::process::exit(2)
@@ -54,6 +66,7 @@ fn parse_args() -> Args {
         secs: 3,
         concurrency: 32,
         workloads: WORKLOADS.iter().map(|w| w.to_string()).collect(),
+        runtimes: RUNTIMES.iter().map(|r| r.to_string()).collect(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -63,6 +76,7 @@ fn parse_args() -> Args {
             "--secs" => args.secs = positive(it, "--secs", usage),
             "--concurrency" => args.concurrency = positive(it, "--concurrency", usage) as usize,
             "--only" => args.workloads = names(it, "--only", &WORKLOADS, usage),
+            "--runtime" => args.runtimes = names(it, "--runtime", &RUNTIMES, usage),
             _ => usage(&format!("unknown option {a:?}")),
         }
     }
@@ -135,6 +149,35 @@ fn reqwest_on(runtime: &str, url: &str, args: &Args) -> Run {
         }
     };
     run_clients(runtime, args, call)
+}
+
+/// The `library` workloads: a thread that answers each request by firing
+/// its oneshot, and the call that sends one and awaits the answer (then
+/// spawns an empty tokio task when `spawn`). The thread ends when the last
+/// call's sender is dropped.
+fn library_on(runtime: &str, args: &Args, spawn: bool) -> Run {
+    let (requests, inbox) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<u64>>();
+    let library = std::thread::spawn(move || {
+        let mut n = 0u64;
+        for answer in inbox {
+            n += 1;
+            let _ = answer.send(n);
+        }
+    });
+    let call = move || {
+        let requests = requests.clone();
+        async move {
+            let (answer, reply) = tokio::sync::oneshot::channel();
+            requests.send(answer).expect("the library thread runs");
+            reply.await.expect("the library answers");
+            if spawn {
+                drop(tokio::spawn(async {}));
+            }
+        }
+    };
+    let run = run_clients(runtime, args, call);
+    library.join().unwrap();
+    run
 }
 
 /// `args.concurrency` client loops of `call`, on a fresh 2-worker pool or
@@ -312,9 +355,14 @@ fn main() {
             } else {
                 ["tokio", "pool"]
             };
-            for runtime in order {
+            for runtime in order
+                .into_iter()
+                .filter(|r| args.runtimes.iter().any(|a| a == r))
+            {
                 let run = match workload.as_str() {
                     "reqwest" => reqwest_on(runtime, url.as_deref().unwrap(), &args),
+                    "library" => library_on(runtime, &args, false),
+                    "library_spawn" => library_on(runtime, &args, true),
                     _ => tonic_on(runtime, &args),
                 };
                 eprintln!(
@@ -326,14 +374,13 @@ fn main() {
         }
         let med =
             |rs: &[Run], f: fn(&Run) -> f64| median(&mut rs.iter().map(f).collect::<Vec<_>>());
-        let tokio_rate = med(&runs["tokio"], |r| r.rate);
+        let tokio_rate = runs.get("tokio").map_or(f64::NAN, |rs| med(rs, |r| r.rate));
         println!("\n### {workload}\n");
         println!(
             "| runtime | calls/s (median) | vs tokio | p50 | p99 | CPU per call (whole process) |"
         );
         println!("|---|--:|--:|--:|--:|--:|");
-        for runtime in ["pool", "tokio"] {
-            let rs = &runs[runtime];
+        for (runtime, rs) in &runs {
             let rate = med(rs, |r| r.rate);
             println!(
                 "| {runtime} | {rate:.0} | {:.2} | {:.0} us | {:.0} us | {:.1} us |",
