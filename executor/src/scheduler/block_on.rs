@@ -28,6 +28,7 @@ use super::timeline::Kind;
 use crate::context::pool_cells;
 use crate::sleep::block_on_wake::BlockOnWake;
 use crate::sleep::latch::{CoreLatch, ThreadLatch};
+use crate::task::error::hint_tokio_panic;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
@@ -146,13 +147,13 @@ pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) ->
     let waker = Waker::from(Arc::clone(&signal));
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
-    let output = loop {
+    let output = hint_tokio_panic(|| loop {
         signal.latch().reset();
         if let Poll::Ready(output) = coop::budgeted(|| future.as_mut().poll(&mut cx)) {
             break output;
         }
         wait(&signal);
-    };
+    });
     drop(lend);
     output
 }

@@ -53,10 +53,7 @@ impl JoinError {
     /// The error of a task whose poll panicked with `payload` (also how
     /// `pool::hyper::serve` words a connection's panic).
     pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
-        let message = payload
-            .downcast_ref::<&'static str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned());
+        let message = panic_message(&*payload).map(str::to_owned);
         JoinError {
             repr: Box::new(Repr::Panic(Panic {
                 payload: Mutex::new(Some(payload)),
@@ -148,6 +145,31 @@ impl fmt::Display for JoinError {
                 },
                 None => f.write_str("task panicked"),
             },
+        }
+    }
+}
+
+/// A panic payload's message, if it is a string.
+fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&'static str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
+/// Run `f` (a `block_on`'s polls); if it panics because tokio-typed code
+/// found no tokio runtime, print what to do about it (`tokio_hint`) after
+/// the panic's own message, then go on unwinding. The first panic a user
+/// of sqlx or axum meets without `tokio-compat` is in `#[pool::main]`'s
+/// `block_on`, where no `JoinError` carries the hint.
+pub(crate) fn hint_tokio_panic<R>(f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(output) => output,
+        Err(payload) => {
+            if let Some(hint) = panic_message(&*payload).and_then(tokio_hint) {
+                eprintln!("{hint}");
+            }
+            std::panic::resume_unwind(payload)
         }
     }
 }
