@@ -164,6 +164,100 @@ fn wakes_between_tokio_and_pool_tasks_are_never_lost() {
     });
 }
 
+/// A worker's pool tasks run inside its runtime, as tokio's own tasks do:
+/// a `tokio::spawn` is a push onto the runtime's own queue, not a remote
+/// schedule (which would show in the runtime's global queue until its next
+/// turn, and cost a lock and a write to its eventfd). And a tokio task spawned as the last thing of a
+/// busy period (the pool has nothing else to run) still runs at once, not
+/// at the runtime's next periodic turn.
+#[test]
+fn tokio_spawn_from_a_pool_task_is_local_and_runs_at_once() {
+    watchdog("tokio-compat: local spawns", 30, || {
+        let p = pool_named("tcls");
+        let remote_by_round: Vec<usize> = (0..50)
+            .map(|_| {
+                let remote = p.block_on(p.spawn(async {
+                    let metrics = tokio::runtime::Handle::current().metrics();
+                    let before = metrics.global_queue_depth();
+                    let spawned: Vec<_> = (0..4).map(|_| tokio::spawn(async {})).collect();
+                    let after = metrics.global_queue_depth();
+                    for task in spawned {
+                        task.await.unwrap();
+                    }
+                    after - before
+                }));
+                remote.unwrap()
+            })
+            .collect();
+        assert!(
+            remote_by_round.iter().all(|&r| r == 0),
+            "spawns went through the global queue: {remote_by_round:?}"
+        );
+        for _ in 0..200 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let start = std::time::Instant::now();
+            drop(p.spawn(async move {
+                drop(tokio::spawn(async move { tx.send(()).unwrap() }));
+            }));
+            rx.recv_timeout(Duration::from_secs(5))
+                .expect("the tokio task spawned last never ran");
+            let waited = start.elapsed();
+            assert!(
+                waited < Duration::from_millis(100),
+                "the tokio task spawned last waited {waited:?}"
+            );
+        }
+    });
+}
+
+/// Tokio tasks stay on the runtime they were spawned on, so a worker
+/// whose pool tasks spawn many long-lived ones (a burst of WebSocket
+/// upgrades) would carry them all: once its runtime has more than its
+/// share alive, its pool tasks spawn on another worker's runtime. Here
+/// every spawn comes from pool tasks pinned to one worker (`spawn_local`).
+#[test]
+fn long_lived_tokio_tasks_spread_over_the_runtimes() {
+    watchdog("tokio-compat: placement", 30, || {
+        const TASKS: usize = 40;
+        let p = pool_named("tcbal");
+        // The spawner and what it spawns are pinned to one worker.
+        let names = p.block_on(p.spawn(async { pool::spawn_local(spawner()).await }));
+
+        async fn spawner() -> Vec<String> {
+            let (release, released) = tokio::sync::watch::channel(false);
+            let mut started = Vec::new();
+            for _ in 0..TASKS {
+                let mut released = released.clone();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                started.push(rx);
+                // Each pool task, on this worker, spawns one tokio task
+                // that lives until the end.
+                drop(pool::spawn_local(async move {
+                    drop(tokio::spawn(async move {
+                        tx.send(thread_name()).unwrap();
+                        let _ = released.wait_for(|r| *r).await;
+                    }));
+                }));
+                pool::yield_now().await;
+            }
+            let mut names = Vec::new();
+            for rx in started {
+                names.push(rx.await.unwrap());
+            }
+            release.send(true).unwrap();
+            names
+        }
+        let names = names.unwrap().unwrap();
+        let on = |w: &str| names.iter().filter(|n| n.as_str() == w).count();
+        let (a, b) = (on("tcbal-0"), on("tcbal-1"));
+        assert_eq!(a + b, TASKS, "ran on the workers: {names:?}");
+        assert!(
+            a >= TASKS / 4 && b >= TASKS / 4,
+            "tokio tasks by worker: {a} and {b}"
+        );
+    });
+}
+
 #[test]
 fn tokio_spawn_blocking_threads_are_named_and_see_the_pool() {
     watchdog("tokio-compat: spawn_blocking", 30, || {

@@ -321,8 +321,14 @@ impl Registry {
         self: &Arc<Self>,
         index: usize,
     ) -> Option<super::tokio_compat::WorkerHost> {
-        let runtime = self.tokio.get()?.take_runtime(index)?;
-        Some(super::tokio_compat::WorkerHost::new(runtime, self, index))
+        let tokio = self.tokio.get()?;
+        let runtime = tokio.take_runtime(index)?;
+        Some(super::tokio_compat::WorkerHost::new(
+            runtime,
+            tokio.peers(),
+            self,
+            index,
+        ))
     }
 
     /// Enter one of the pool's tokio runtimes on this thread until the

@@ -12,13 +12,22 @@
 //!   runtime `i`'s reactor. A tokio task stays on the worker whose runtime
 //!   it was spawned on (thread-per-core style); pool tasks still move
 //!   between workers.
-//! * **Busy**, the worker gives its runtime a turn (`turn`) between two
-//!   tasks soon after tasks were scheduled onto it from outside its turns
-//!   (a `tokio::spawn` or a wake from a pool task or another thread: one
-//!   load of the queue's length every 8 searches), and every `TURN_INTERVAL`
-//!   (250 us) otherwise, checked every 61 searches where it polls the pool's
-//!   driver: tokio runs its ready tasks and polls its reactor and timers
-//!   without blocking, then the worker goes on.
+//! * **Busy**, the worker runs its pool tasks inside its runtime's
+//!   `block_on` (`run_busy`), as tokio's own workers run tokio's: a
+//!   `tokio::spawn` or a wake of a tokio task from a pool task is a push
+//!   onto the runtime's own queue. Every 8 searches, if tokio tasks are
+//!   alive or queued from another thread (and every `TURN_INTERVAL`,
+//!   250 us, checked every 61 searches where it polls the pool's driver),
+//!   the busy period yields to tokio at the next task boundary: tokio runs
+//!   its ready tasks and polls its reactor and timers without blocking,
+//!   then the worker goes on; it yields once more before it goes idle if
+//!   tokio tasks are alive. Pool tasks run there under no tokio budget,
+//!   and, as in any tokio `block_on`, one cannot start a tokio runtime or
+//!   call `tokio::task::block_in_place` (use `pool::spawn_blocking`).
+//! * **Idle** but not asleep (searching), the worker gives its runtime a
+//!   turn (`turn`) when tasks were scheduled onto it from another thread
+//!   (one load of the queue's length every 8 searches), and every
+//!   `TURN_INTERVAL` otherwise.
 //! * **Asleep**, the worker blocks inside its runtime
 //!   ([`Host`](crate::sleep::Host), `sleep/README.md`, "Sleeping in a
 //!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
@@ -155,6 +164,18 @@ impl TokioCompat {
         self.handles[index].metrics().worker_total_busy_duration(0)
     }
 
+    /// Every runtime's handle and metrics, in worker order, for a worker's
+    /// placement of tokio tasks (`WorkerHost::balance`).
+    pub(super) fn peers(&self) -> Box<[Peer]> {
+        self.handles
+            .iter()
+            .map(|h| Peer {
+                metrics: h.metrics(),
+                handle: h.clone(),
+            })
+            .collect()
+    }
+
     /// Enter the next worker's runtime context on this (outside) thread
     /// until the guard drops.
     pub(super) fn enter_next(&self) -> tokio::runtime::EnterGuard<'_> {
@@ -172,6 +193,18 @@ impl TokioCompat {
         }
     }
 }
+
+/// One of the pool's runtimes, as another worker sees it.
+pub(super) struct Peer {
+    handle: Handle,
+    metrics: tokio::runtime::RuntimeMetrics,
+}
+
+/// Tokio tasks a worker's runtime may have alive beyond the least loaded
+/// runtime it looked at before its pool tasks' spawns go there instead:
+/// enough that a few short-lived spawns (a request's) stay local, few
+/// enough that 32 WebSockets split within 18/14.
+const BALANCE_SLACK: usize = 4;
 
 /// The pool's epoll descriptor, duplicated so that a tokio reactor can own
 /// a registration of it.
@@ -195,9 +228,22 @@ pub(crate) struct WorkerHost {
     registry: Arc<Registry>,
     /// The worker whose runtime this is.
     index: usize,
-    /// Inside the runtime's `block_on` (a turn or a sleep): a nested one
-    /// (a tokio task that blocks on a pool future) must not enter again.
+    /// Inside the runtime's `block_on` (a busy period, a turn or a sleep):
+    /// a nested one (a tokio task, or a pool task of a busy period, that
+    /// blocks on a pool future) must not enter again.
     inside: Cell<bool>,
+    /// Inside `run_busy`'s `block_on` (not a turn's or a sleep's).
+    busy: Cell<bool>,
+    /// Set by `turn` during a busy period: the runtime should have a turn
+    /// at the next task boundary (`run_busy`).
+    wanted: Cell<bool>,
+    /// Every worker's runtime (this one's at `index`), and the one this
+    /// worker's pool tasks are polled in for now when it is not its own
+    /// (`balance`).
+    peers: Box<[Peer]>,
+    elsewhere: Cell<Option<usize>>,
+    /// The peer `balance` compares with next.
+    next_peer: Cell<usize>,
     /// When the last turn began, in `coarse_now_ns` (to the kernel tick: a
     /// periodic turn comes at most once a tick, at least every
     /// `TURN_INTERVAL` rounded up to one).
@@ -222,7 +268,7 @@ impl std::fmt::Debug for WorkerHost {
     }
 }
 
-/// Clears `WorkerHost::inside`, also on a panic.
+/// Clears a flag of `WorkerHost` (`inside`, `busy`), also on a panic.
 struct Outside<'a>(&'a Cell<bool>);
 
 impl Drop for Outside<'_> {
@@ -232,13 +278,23 @@ impl Drop for Outside<'_> {
 }
 
 impl WorkerHost {
-    pub(super) fn new(runtime: Runtime, registry: &Arc<Registry>, index: usize) -> WorkerHost {
+    pub(super) fn new(
+        runtime: Runtime,
+        peers: Box<[Peer]>,
+        registry: &Arc<Registry>,
+        index: usize,
+    ) -> WorkerHost {
         WorkerHost {
             metrics: runtime.metrics(),
             runtime: Some(runtime),
             registry: Arc::clone(registry),
             index,
             inside: Cell::new(false),
+            busy: Cell::new(false),
+            wanted: Cell::new(false),
+            peers,
+            elsewhere: Cell::new(None),
+            next_peer: Cell::new(index),
             last_turn: Cell::new(coarse_now_ns()),
             timer: RefCell::new(None),
             epoll: RefCell::new(None),
@@ -299,17 +355,32 @@ impl WorkerHost {
     /// (for its reactor and timers). tokio runs its ready tasks, then polls
     /// its reactor and timers without blocking (the `block_on` future woke
     /// itself), and the future completes on its second poll.
+    ///
+    /// In a busy period inside the runtime (`run_busy`) the turn is only
+    /// asked for, to be taken at the next task boundary: also when tokio
+    /// tasks are alive, which pool tasks may have spawned or woken onto
+    /// the runtime's own queue (not seen from here: it has no public
+    /// length), so they wait at most this many searches.
     #[inline]
     pub(super) fn turn(&self, periodic: bool) {
+        let alive = self.metrics.num_alive_tasks();
+        let queued = self.metrics.global_queue_depth() > 0;
+        if alive > 0 || self.elsewhere.get().is_some() {
+            self.balance(alive);
+        }
         if self.inside.get() {
+            if self.busy.get() && !self.wanted.get() {
+                let due =
+                    queued || alive > 0 || (periodic && self.periodic_turn_due(coarse_now_ns()));
+                self.wanted.set(due);
+            }
             return;
         }
-        let queued = self.metrics.global_queue_depth() > 0;
         if !queued && !periodic {
             return;
         }
         let now = coarse_now_ns();
-        if !queued && now.saturating_sub(self.last_turn.get()) < TURN_INTERVAL.as_nanos() as u64 {
+        if !queued && !self.periodic_turn_due(now) {
             return;
         }
         self.last_turn.set(now);
@@ -330,6 +401,101 @@ impl WorkerHost {
         if let Some(before) = idle_since {
             stats.add_busy(self.tokio_busy().saturating_sub(before));
         }
+    }
+
+    /// Where this worker's pool tasks spawn their tokio tasks for the next
+    /// searches. A tokio task stays on the runtime it was spawned on, so a
+    /// runtime that took more than its share (every WebSocket upgrade of a
+    /// burst of connections, say, when one worker polled them all) would
+    /// keep its worker busy while the others idle: when this runtime has
+    /// more than `BALANCE_SLACK` tokio tasks alive beyond another's (one
+    /// other runtime looked at per call, in turn), this worker polls its
+    /// pool tasks in that runtime's context (`enter_elsewhere`), so their
+    /// spawns (and the tokio sockets and timers they make) go there. Such
+    /// a spawn is a remote schedule onto that runtime, as from any other
+    /// thread.
+    #[inline]
+    fn balance(&self, mine: usize) {
+        let n = self.peers.len();
+        if n < 2 {
+            return;
+        }
+        let mut peer = self.next_peer.get() + 1;
+        if peer % n == self.index {
+            peer += 1;
+        }
+        let peer = peer % n;
+        self.next_peer.set(peer);
+        let theirs = self.peers[peer].metrics.num_alive_tasks();
+        let target = match self.elsewhere.get() {
+            // Keep the current target while it stays the lighter one.
+            Some(target) if self.peers[target].metrics.num_alive_tasks() < mine => Some(target),
+            _ => (theirs + BALANCE_SLACK < mine).then_some(peer),
+        };
+        self.elsewhere.set(target);
+    }
+
+    /// The context to poll a pool task in when it is not this worker's own
+    /// runtime (`balance`): until the guard drops.
+    #[inline]
+    pub(super) fn enter_elsewhere(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+        let target = self.elsewhere.get()?;
+        Some(self.peers[target].handle.enter())
+    }
+
+    /// Whether `TURN_INTERVAL` has passed at `now` since the last turn.
+    fn periodic_turn_due(&self, now: u64) -> bool {
+        now.saturating_sub(self.last_turn.get()) >= TURN_INTERVAL.as_nanos() as u64
+    }
+
+    /// Whether a busy period can run inside the runtime: not from inside
+    /// it already (a pool task's nested wait runs its tasks where it is).
+    /// A pool that never uses tokio pays the `block_on`'s entry and exit
+    /// once per busy period: `compare` read the same within its noise.
+    #[inline]
+    pub(super) fn can_enter(&self) -> bool {
+        !self.inside.get()
+    }
+
+    /// Whether a turn was asked for during this busy period (`turn`).
+    #[inline]
+    pub(super) fn turn_wanted(&self) -> bool {
+        self.wanted.get()
+    }
+
+    /// Run a busy period of the pool inside the runtime's `block_on`:
+    /// `tasks` runs pool tasks until it finds none or a turn is wanted, and
+    /// says whether it ran any. While they run, the runtime's scheduler
+    /// context is this thread's, so what they spawn onto tokio or wake
+    /// there is pushed onto its own queue (no lock, no write to its
+    /// eventfd). The future then wakes itself and returns `Pending` when
+    /// tokio may have work (a turn was wanted, tasks are queued from
+    /// outside, or tasks ran while tokio tasks are alive): tokio runs what
+    /// is queued, polls its reactor and timers without blocking (a woken
+    /// `block_on` future never blocks its thread: `sleep/README.md`,
+    /// "Sleeping in a host"), and polls it again. Else it is done.
+    ///
+    /// Pool tasks run under no tokio budget (`unconstrained`), as outside
+    /// the runtime: the `block_on` future's one budget is not shared out
+    /// among all the tasks of a busy period.
+    pub(super) fn run_busy(&self, mut tasks: impl FnMut() -> bool) {
+        self.busy.set(true);
+        let _idle = Outside(&self.busy);
+        let period = poll_fn(|cx| {
+            let ran = tasks();
+            let wanted = self.wanted.replace(false);
+            if wanted
+                || self.metrics.global_queue_depth() > 0
+                || (ran && self.metrics.num_alive_tasks() > 0)
+            {
+                self.last_turn.set(coarse_now_ns());
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            } else {
+                Poll::Ready(())
+            }
+        });
+        self.block_on_inside(tokio::task::unconstrained(period));
     }
 
     /// The sleeper that holds the pool's driver, in one poll of its
