@@ -258,6 +258,41 @@ fn long_lived_tokio_tasks_spread_over_the_runtimes() {
     });
 }
 
+/// What the README says does not carry over: inside a pool task (inside
+/// its worker's runtime) tokio refuses to block the worker, with its own
+/// words, instead of hanging it.
+#[test]
+fn blocking_the_worker_through_tokio_panics_in_a_pool_task() {
+    watchdog("tokio-compat: blocking through tokio", 30, || {
+        let p = pool_named("tcbp");
+        let messages = p.block_on(p.spawn(async {
+            let message = |payload: Box<dyn std::any::Any + Send>| {
+                payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            };
+            let in_place = std::panic::catch_unwind(|| tokio::task::block_in_place(|| ()));
+            let block_on =
+                std::panic::catch_unwind(|| tokio::runtime::Handle::current().block_on(async {}));
+            (in_place.map_err(message), block_on.map_err(message))
+        }));
+        let (in_place, block_on) = messages.unwrap();
+        assert!(
+            in_place
+                .as_ref()
+                .unwrap_err()
+                .contains("multi-threaded runtime"),
+            "{in_place:?}"
+        );
+        assert!(
+            block_on.as_ref().unwrap_err().contains("within a runtime"),
+            "{block_on:?}"
+        );
+    });
+}
+
 #[test]
 fn tokio_spawn_blocking_threads_are_named_and_see_the_pool() {
     watchdog("tokio-compat: spawn_blocking", 30, || {

@@ -11,7 +11,10 @@
 //!   runtime `i`, and a tokio socket or timer made there registers in
 //!   runtime `i`'s reactor. A tokio task stays on the worker whose runtime
 //!   it was spawned on (thread-per-core style); pool tasks still move
-//!   between workers.
+//!   between workers. So that long-lived tokio tasks (WebSockets, client
+//!   connections) do not pile up on one worker, a worker whose runtime has
+//!   more than `BALANCE_SLACK` tokio tasks alive beyond another's polls its
+//!   pool tasks in that one's context until it has not (`balance`).
 //! * **Busy**, the worker runs its pool tasks inside its runtime's
 //!   `block_on` (`run_busy`), as tokio's own workers run tokio's: a
 //!   `tokio::spawn` or a wake of a tokio task from a pool task is a push
