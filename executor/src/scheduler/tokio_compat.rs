@@ -368,9 +368,6 @@ impl WorkerHost {
     pub(super) fn turn(&self, periodic: bool) {
         let alive = self.metrics.num_alive_tasks();
         let queued = self.metrics.global_queue_depth() > 0;
-        if alive > 0 || self.elsewhere.get().is_some() {
-            self.balance(alive);
-        }
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
                 let due =
@@ -416,7 +413,9 @@ impl WorkerHost {
     /// pool tasks in that runtime's context (`enter_elsewhere`), so their
     /// spawns (and the tokio sockets and timers they make) go there. Such
     /// a spawn is a remote schedule onto that runtime, as from any other
-    /// thread.
+    /// thread. Called where tokio has just run its queue (`run_busy`), so
+    /// that spawned tasks not yet run (a request's short-lived ones) do not
+    /// count.
     #[inline]
     fn balance(&self, mine: usize) {
         let n = self.peers.len();
@@ -485,6 +484,13 @@ impl WorkerHost {
         self.busy.set(true);
         let _idle = Outside(&self.busy);
         let period = poll_fn(|cx| {
+            // Tokio has just run what was queued on it (or this is a busy
+            // period's start, after a sleep or a turn that did): the tasks
+            // alive now are waiting on something, the ones worth placing.
+            let alive = self.metrics.num_alive_tasks();
+            if alive > 0 || self.elsewhere.get().is_some() {
+                self.balance(alive);
+            }
             let ran = tasks();
             let wanted = self.wanted.replace(false);
             if wanted
