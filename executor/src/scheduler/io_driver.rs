@@ -37,7 +37,7 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
 
     /// The OS poll instance's descriptor: readable while events wait in
     /// it, and after an `unpark` (a host runtime watches it, see
-    /// `tokio_compat.rs`).
+    /// `epoll_bridge.rs`).
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     fn epoll_fd(&self) -> std::os::fd::RawFd;
 

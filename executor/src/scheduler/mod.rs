@@ -21,7 +21,8 @@
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
 //! | `ticks.rs` | the CPU's tick counter (`ticks`, `TickRate`) that the timeline, poll times and the console read |
 //! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
-//! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (busy turns, the host of its sleeps) |
+//! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (its busy periods inside it, its turns, the host of its sleeps, the placement of tokio tasks) |
+//! | `epoll_bridge.rs` | feature `tokio-compat`: the pool's I/O driver watched from a tokio reactor while its holder sleeps in its runtime |
 //! | `console_record/` | feature `console`: the task table tokio-console is served from, recorded at spawn, poll, wake and drop (its own map) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
@@ -40,6 +41,8 @@ pub(crate) mod config;
 #[cfg(feature = "console")]
 pub(crate) mod console_record;
 pub(crate) mod coop;
+#[cfg(feature = "tokio-compat")]
+pub(crate) mod epoll_bridge;
 pub(crate) mod fs_engine;
 pub(crate) mod global;
 pub(crate) mod io_driver;

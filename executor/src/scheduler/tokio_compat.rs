@@ -58,6 +58,7 @@
 //! (`shutdown.rs`, step 6) shuts down the runtimes of workers that never
 //! ran.
 
+use super::epoll_bridge::DriverWatch;
 use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::thread_name::set_kernel_name;
@@ -66,16 +67,13 @@ use crate::context::thread_kind::ThreadKind;
 use crate::sleep::park::Host;
 use crate::task::coarse_clock::coarse_now_ns;
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
-use std::future::{poll_fn, Future};
+use std::cell::Cell;
+use std::future::poll_fn;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
-use tokio::io::unix::AsyncFd;
+use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
 
 /// A busy worker with no tokio task queued gives its runtime a turn this
@@ -85,14 +83,6 @@ use tokio::runtime::{Handle, Runtime};
 /// tokio's own workers poll their reactor every 61 tasks, a few hundred
 /// microseconds under load. (Queued tokio tasks get their turn at once.)
 const TURN_INTERVAL: Duration = Duration::from_micros(250);
-
-/// Rounds of driver polls and timer checks in one poll of the driver
-/// sleeper's future before it yields to the runtime's other work.
-const DRIVER_ROUNDS: usize = 8;
-
-/// If the pool's epoll descriptor cannot be watched (no descriptor left to
-/// duplicate it), the driver's sleeper polls the driver this often.
-const DRIVER_FALLBACK_POLL: Duration = Duration::from_millis(1);
 
 /// The pool's tokio runtimes: one per worker, taken by it when it starts.
 #[derive(Debug)]
@@ -209,16 +199,6 @@ pub(super) struct Peer {
 /// enough that 32 WebSockets split within 18/14.
 const BALANCE_SLACK: usize = 4;
 
-/// The pool's epoll descriptor, duplicated so that a tokio reactor can own
-/// a registration of it.
-struct EpollFd(OwnedFd);
-
-impl AsRawFd for EpollFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
-
 /// A worker's runtime, driven by the worker: its busy turns and the host
 /// of its sleeps. Lives on the worker's stack; shuts its runtime down when
 /// dropped.
@@ -251,16 +231,9 @@ pub(crate) struct WorkerHost {
     /// periodic turn comes at most once a tick, at least every
     /// `TURN_INTERVAL` rounded up to one).
     last_turn: Cell<u64>,
-    /// The pool driver's timer deadline, watched while this worker sleeps
-    /// holding the driver.
-    timer: RefCell<Option<Pin<Box<tokio::time::Sleep>>>>,
-    /// The pool driver's epoll descriptor registered in this runtime's
-    /// reactor: made by a sleep that holds the driver, kept while this
-    /// worker goes on taking the driver when it sleeps, dropped (and so
-    /// deregistered) by a sleep without it. Registered in every sleeping
-    /// worker's reactor at once, each pool event would wake them all; an
-    /// awake worker's registration costs nothing but a readiness note.
-    epoll: RefCell<Option<AsyncFd<EpollFd>>>,
+    /// The pool's driver as this runtime's reactor watches it while this
+    /// worker sleeps holding it (`epoll_bridge.rs`).
+    watch: DriverWatch,
 }
 
 impl std::fmt::Debug for WorkerHost {
@@ -299,8 +272,7 @@ impl WorkerHost {
             elsewhere: Cell::new(None),
             next_peer: Cell::new(index),
             last_turn: Cell::new(coarse_now_ns()),
-            timer: RefCell::new(None),
-            epoll: RefCell::new(None),
+            watch: DriverWatch::default(),
         }
     }
 
@@ -328,26 +300,6 @@ impl WorkerHost {
         self.inside.set(true);
         let _outside = Outside(&self.inside);
         self.runtime().block_on(future)
-    }
-
-    /// A registration of the pool's epoll descriptor in this runtime's
-    /// reactor (inside its context). None if the process is out of
-    /// descriptors (or the reactor refuses it): the driver is then polled
-    /// on a short timer instead.
-    fn watch(&self) -> Option<AsyncFd<EpollFd>> {
-        let fd = self.registry.driver().epoll_fd();
-        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` of the driver's epoll descriptor,
-        // which is open for the pool's life (the registry, which owns the
-        // driver, is held by `self`); the new descriptor is ours alone.
-        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-        if dup < 0 {
-            return None;
-        }
-        // SAFETY: `dup` is a descriptor we just opened and own.
-        let fd = EpollFd(unsafe { OwnedFd::from_raw_fd(dup) });
-        // SAFETY: `EpollFd` owns its descriptor and neither closes nor
-        // replaces it while the `AsyncFd` owns the `EpollFd`.
-        unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.ok()
     }
 
     /// A busy worker, between two tasks (every 8th search, and every 61st
@@ -506,86 +458,6 @@ impl WorkerHost {
         });
         self.block_on_inside(tokio::task::unconstrained(period));
     }
-
-    /// The sleeper that holds the pool's driver, in one poll of its
-    /// future: when the driver's descriptor is readable (or its timer is
-    /// due), poll the driver without blocking; true if that brought work
-    /// (its wakers are in `wakers`: the sleeper ends its sleep and wakes
-    /// them as its own work, onto its own deque). Else `cx` is registered
-    /// with the descriptor's readiness (an event, or an `unpark` of the
-    /// driver) and the driver's next timer. Without `epoll` (see `watch`)
-    /// the driver is polled every `DRIVER_FALLBACK_POLL`.
-    ///
-    /// The driver is not polled on a poll that finds the descriptor not
-    /// readable: an event that came since the last poll of the driver made
-    /// it readable (the registration stays in this reactor while this
-    /// worker keeps taking the driver, and a new one reports the state it
-    /// finds), so nothing waits there.
-    fn watch_driver(
-        &self,
-        epoll: Option<&AsyncFd<EpollFd>>,
-        cx: &mut Context<'_>,
-        wakers: &mut Vec<Waker>,
-    ) -> bool {
-        let io = self.registry.driver();
-        let mut timer = self.timer.borrow_mut();
-        let mut due = epoll.is_none();
-        for _ in 0..DRIVER_ROUNDS {
-            // Readiness first, cleared: an event after the poll below is a
-            // new edge, which wakes `cx`.
-            while let Some(Poll::Ready(Ok(mut ready))) = epoll.map(|e| e.poll_read_ready(cx)) {
-                ready.clear_ready();
-                due = true;
-            }
-            if due {
-                io.unparked();
-                // Events beyond one poll's buffer are polled by this
-                // worker, awake now, before it can sleep again (its idle
-                // period begins with a poll of the driver).
-                io.poll_now(wakers);
-                if !wakers.is_empty() {
-                    return true;
-                }
-            }
-            // Recorded before the wait: an earlier timer inserted from now
-            // on unparks the driver, which makes the descriptor readable.
-            // With the pool's clock paused, this is where it jumps (when
-            // the pool is quiet): the timers it fired are work.
-            let sleep = self.registry.sleep_manager();
-            let deadline = io.park_deadline(&|| sleep.is_quiet(), wakers);
-            if !wakers.is_empty() {
-                return true;
-            }
-            let deadline = match (deadline, epoll) {
-                (deadline, Some(_)) => deadline,
-                (deadline, None) => {
-                    let soon = Instant::now() + DRIVER_FALLBACK_POLL;
-                    Some(deadline.map_or(soon, |d| d.min(soon)))
-                }
-            };
-            let Some(deadline) = deadline else {
-                return false;
-            };
-            if deadline <= Instant::now() {
-                // A timer is due already (inserted late, or its tokio
-                // timer fired): fire it now rather than wait a tick.
-                due = true;
-                continue;
-            }
-            let deadline = tokio::time::Instant::from_std(deadline);
-            let sleep = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            if sleep.deadline() != deadline {
-                sleep.as_mut().reset(deadline);
-            }
-            if sleep.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            due = true;
-        }
-        // Timers keep coming due with nothing for them: come back soon.
-        cx.waker().wake_by_ref();
-        false
-    }
 }
 
 impl Host for WorkerHost {
@@ -605,20 +477,17 @@ impl Host for WorkerHost {
         let _count_busy = CountBusy(self);
         pool_cells::as_outsider(&self.registry, || {
             self.block_on_inside(async {
-                let mut epoll = self.epoll.take();
-                if !holds_driver {
-                    // Another worker watches the driver: stop hearing of it.
-                    epoll = None;
-                } else if epoll.is_none() {
-                    epoll = self.watch();
-                }
+                let io = self.registry.driver();
+                let epoll = self.watch.begin(io, holds_driver);
+                let sleep = self.registry.sleep_manager();
+                let is_quiet = || sleep.is_quiet();
                 poll_fn(|cx| {
                     if until(cx, false).is_ready() {
                         return Poll::Ready(());
                     }
-                    let brought_work = driver
-                        .as_deref_mut()
-                        .is_some_and(|wakers| self.watch_driver(epoll.as_ref(), cx, wakers));
+                    let brought_work = driver.as_deref_mut().is_some_and(|wakers| {
+                        self.watch.poll(io, &is_quiet, epoll.as_ref(), cx, wakers)
+                    });
                     if brought_work {
                         until(cx, true)
                     } else {
@@ -627,9 +496,9 @@ impl Host for WorkerHost {
                 })
                 .await;
                 if holds_driver {
-                    self.registry.driver().unparked();
+                    io.unparked();
                 }
-                *self.epoll.borrow_mut() = epoll;
+                self.watch.end(epoll);
             })
         });
     }
@@ -656,8 +525,7 @@ impl Drop for WorkerHost {
         // first, in its context.
         if let Some(runtime) = self.runtime.take() {
             let guard = runtime.enter();
-            self.timer.borrow_mut().take();
-            self.epoll.borrow_mut().take();
+            self.watch.clear();
             drop(guard);
             runtime.shutdown_background();
         }
