@@ -36,9 +36,9 @@
 //!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
 //!   sleep-protocol wake wakes the runtime's `block_on` future. The
 //!   sleeper that holds the pool's driver also has its runtime watch the
-//!   pool's epoll descriptor and next timer; when they bring work it ends
-//!   its sleep itself, as the driver's sleeper does, and wakes that work
-//!   as its own. While a worker sleeps this way it is not the current
+//!   pool's epoll descriptor and next timer (`epoll_bridge.rs`); when they
+//!   bring work it ends its sleep itself, as the driver's sleeper does,
+//!   and wakes that work as its own. While a worker sleeps this way it is not the current
 //!   worker: the tokio tasks it runs are outsiders of the pool, so their
 //!   spawns and wakes go through the injector and wake a sleeper as any
 //!   other thread's do (maybe this one).
