@@ -38,10 +38,10 @@
 //!   sleeper that holds the pool's driver also has its runtime watch the
 //!   pool's epoll descriptor and next timer (`epoll_bridge.rs`); when they
 //!   bring work it ends its sleep itself, as the driver's sleeper does,
-//!   and wakes that work as its own. While a worker sleeps this way it is not the current
-//!   worker: the tokio tasks it runs are outsiders of the pool, so their
-//!   spawns and wakes go through the injector and wake a sleeper as any
-//!   other thread's do (maybe this one).
+//!   and wakes that work as its own. While a worker sleeps this way it is
+//!   not the current worker: the tokio tasks it runs are outsiders of the
+//!   pool, so their spawns and wakes go through the injector and wake a
+//!   sleeper as any other thread's do (maybe this one).
 //! * Other threads (`Pool::block_on` on a plain thread, the pool's and
 //!   tokio's blocking threads) enter the workers' runtimes in turn, one per
 //!   thread or call: their tokio work lands on the workers round-robin.
@@ -220,10 +220,10 @@ pub(crate) struct WorkerHost {
     /// Set by `turn` during a busy period: the runtime should have a turn
     /// at the next task boundary (`run_busy`).
     wanted: Cell<bool>,
-    /// Every worker's runtime (this one's at `index`), and the one this
-    /// worker's pool tasks are polled in for now when it is not its own
-    /// (`balance`).
+    /// Every worker's runtime (this one's at `index`).
     peers: Box<[Peer]>,
+    /// The peer whose context this worker's pool tasks are polled in, if
+    /// not its own (`balance`, `enter_elsewhere`).
     elsewhere: Cell<Option<usize>>,
     /// The peer `balance` compares with next.
     next_peer: Cell<usize>,
@@ -302,13 +302,14 @@ impl WorkerHost {
         self.runtime().block_on(future)
     }
 
-    /// A busy worker, between two tasks (every 8th search, and every 61st
-    /// with `periodic`): give the runtime a turn if tasks
-    /// were scheduled onto it from outside (a `tokio::spawn` or a wake by a
-    /// pool task: they wait for this worker alone), or, when `periodic`
-    /// (every 61st search), if `TURN_INTERVAL` passed since its last turn
-    /// (for its reactor and timers). tokio runs its ready tasks, then polls
-    /// its reactor and timers without blocking (the `block_on` future woke
+    /// A worker between two searches (every 8th, and every 61st with
+    /// `periodic`). Outside the runtime (an idle worker's search): give the
+    /// runtime a turn if tasks were scheduled onto it from outside (a wake
+    /// from another thread, or a spawn made outside a busy period: they
+    /// wait for this worker alone), or, when `periodic` (every 61st
+    /// search), if `TURN_INTERVAL` passed since its last turn (for its
+    /// reactor and timers). tokio runs its ready tasks, then polls its
+    /// reactor and timers without blocking (the `block_on` future woke
     /// itself), and the future completes on its second poll.
     ///
     /// In a busy period inside the runtime (`run_busy`) the turn is only
@@ -318,12 +319,12 @@ impl WorkerHost {
     /// length), so they wait at most this many searches.
     #[inline]
     pub(super) fn turn(&self, periodic: bool) {
-        let alive = self.metrics.num_alive_tasks();
         let queued = self.metrics.global_queue_depth() > 0;
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
-                let due =
-                    queued || alive > 0 || (periodic && self.periodic_turn_due(coarse_now_ns()));
+                let due = queued
+                    || self.metrics.num_alive_tasks() > 0
+                    || (periodic && self.periodic_turn_due(coarse_now_ns()));
                 self.wanted.set(due);
             }
             return;
