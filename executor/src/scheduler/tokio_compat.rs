@@ -88,7 +88,9 @@ const TURN_INTERVAL: Duration = Duration::from_micros(250);
 #[derive(Debug)]
 pub(crate) struct TokioCompat {
     runtimes: Box<[Mutex<Option<Runtime>>]>,
-    handles: Box<[Handle]>,
+    /// Every runtime's handle and metrics, in worker order, shared with
+    /// the workers (`WorkerHost::balance`).
+    peers: Arc<[Peer]>,
     /// The next runtime an outside thread enters.
     next: AtomicUsize,
 }
@@ -140,7 +142,13 @@ impl TokioCompat {
             runtimes.push(builder.build()?);
         }
         Ok(TokioCompat {
-            handles: runtimes.iter().map(|r| r.handle().clone()).collect(),
+            peers: runtimes
+                .iter()
+                .map(|r| Peer {
+                    handle: r.handle().clone(),
+                    metrics: r.metrics(),
+                })
+                .collect(),
             runtimes: runtimes.into_iter().map(|r| Mutex::new(Some(r))).collect(),
             next: AtomicUsize::new(0),
         })
@@ -154,27 +162,20 @@ impl TokioCompat {
     /// The time runtime `index`'s scheduler spent running its tasks so far
     /// (`WorkerHost::tokio_busy`, read by a metrics snapshot).
     pub(super) fn busy(&self, index: usize) -> Duration {
-        self.handles[index].metrics().worker_total_busy_duration(0)
+        self.peers[index].metrics.worker_total_busy_duration(0)
     }
 
-    /// Every runtime's handle and metrics, in worker order, for a worker's
-    /// placement of tokio tasks (`WorkerHost::balance`).
-    pub(super) fn peers(&self) -> Box<[Peer]> {
-        self.handles
-            .iter()
-            .map(|h| Peer {
-                metrics: h.metrics(),
-                handle: h.clone(),
-            })
-            .collect()
+    /// Every runtime's handle and metrics, for a worker's host.
+    pub(super) fn peers(&self) -> Arc<[Peer]> {
+        Arc::clone(&self.peers)
     }
 
     /// Enter the next worker's runtime context on this (outside) thread
     /// until the guard drops.
     pub(super) fn enter_next(&self) -> tokio::runtime::EnterGuard<'_> {
         // Relaxed: only spreads threads over runtimes.
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
-        self.handles[i].enter()
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.peers.len();
+        self.peers[i].handle.enter()
     }
 
     /// Shut down the runtimes no worker took (shutdown's last step).
@@ -187,7 +188,8 @@ impl TokioCompat {
     }
 }
 
-/// One of the pool's runtimes, as another worker sees it.
+/// One of the pool's runtimes, as any thread sees it.
+#[derive(Debug)]
 pub(super) struct Peer {
     handle: Handle,
     metrics: tokio::runtime::RuntimeMetrics,
@@ -204,10 +206,6 @@ const BALANCE_SLACK: usize = 4;
 /// dropped.
 pub(crate) struct WorkerHost {
     runtime: Option<Runtime>,
-    /// The runtime's metrics: the depth of its queue of tasks scheduled
-    /// from outside its `block_on` (every `tokio::spawn` and wake from a
-    /// pool task, or from another thread), read every 8th search.
-    metrics: tokio::runtime::RuntimeMetrics,
     registry: Arc<Registry>,
     /// The worker whose runtime this is.
     index: usize,
@@ -221,7 +219,7 @@ pub(crate) struct WorkerHost {
     /// at the next task boundary (`run_busy`).
     wanted: Cell<bool>,
     /// Every worker's runtime (this one's at `index`).
-    peers: Box<[Peer]>,
+    peers: Arc<[Peer]>,
     /// The peer whose context this worker's pool tasks are polled in, if
     /// not its own (`balance`, `enter_elsewhere`).
     elsewhere: Cell<Option<usize>>,
@@ -256,12 +254,11 @@ impl Drop for Outside<'_> {
 impl WorkerHost {
     pub(super) fn new(
         runtime: Runtime,
-        peers: Box<[Peer]>,
+        peers: Arc<[Peer]>,
         registry: &Arc<Registry>,
         index: usize,
     ) -> WorkerHost {
         WorkerHost {
-            metrics: runtime.metrics(),
             runtime: Some(runtime),
             registry: Arc::clone(registry),
             index,
@@ -276,6 +273,14 @@ impl WorkerHost {
         }
     }
 
+    /// This runtime's metrics: the depth of its queue of tasks scheduled
+    /// from outside its `block_on` (a wake from another thread), its tasks
+    /// alive, its busy time.
+    #[inline]
+    fn metrics(&self) -> &tokio::runtime::RuntimeMetrics {
+        &self.peers[self.index].metrics
+    }
+
     fn runtime(&self) -> &Runtime {
         self.runtime
             .as_ref()
@@ -288,7 +293,7 @@ impl WorkerHost {
     /// pool's sense (asleep in the runtime, or turning it in an idle search)
     /// is added to its busy time from this (`Metrics::busy`).
     fn tokio_busy(&self) -> Duration {
-        self.metrics.worker_total_busy_duration(0)
+        self.metrics().worker_total_busy_duration(0)
     }
 
     /// Enter the runtime's context on this thread until the guard drops.
@@ -319,11 +324,11 @@ impl WorkerHost {
     /// length), so they wait at most this many searches.
     #[inline]
     pub(super) fn turn(&self, periodic: bool) {
-        let queued = self.metrics.global_queue_depth() > 0;
+        let queued = self.metrics().global_queue_depth() > 0;
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
                 let due = queued
-                    || self.metrics.num_alive_tasks() > 0
+                    || self.metrics().num_alive_tasks() > 0
                     || (periodic && self.periodic_turn_due(coarse_now_ns()));
                 self.wanted.set(due);
             }
@@ -440,15 +445,15 @@ impl WorkerHost {
             // Tokio has just run what was queued on it (or this is a busy
             // period's start, after a sleep or a turn that did): the tasks
             // alive now are waiting on something, the ones worth placing.
-            let alive = self.metrics.num_alive_tasks();
+            let alive = self.metrics().num_alive_tasks();
             if alive > 0 || self.elsewhere.get().is_some() {
                 self.balance(alive);
             }
             let ran = tasks();
             let wanted = self.wanted.replace(false);
             if wanted
-                || self.metrics.global_queue_depth() > 0
-                || (ran && self.metrics.num_alive_tasks() > 0)
+                || self.metrics().global_queue_depth() > 0
+                || (ran && self.metrics().num_alive_tasks() > 0)
             {
                 self.last_turn.set(coarse_now_ns());
                 cx.waker().wake_by_ref();
