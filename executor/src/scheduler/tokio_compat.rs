@@ -18,15 +18,20 @@
 //! * **Busy**, the worker runs its pool tasks inside its runtime's
 //!   `block_on` (`run_busy`), as tokio's own workers run tokio's: a
 //!   `tokio::spawn` or a wake of a tokio task from a pool task is a push
-//!   onto the runtime's own queue. Every 8 searches, if tokio tasks are
-//!   alive or queued from another thread (and every `TURN_INTERVAL`,
-//!   250 us, checked every 61 searches where it polls the pool's driver),
-//!   the busy period yields to tokio at the next task boundary: tokio runs
-//!   its ready tasks and polls its reactor and timers without blocking,
-//!   then the worker goes on; it yields once more before it goes idle if
-//!   tokio tasks are alive. Pool tasks run there under no tokio budget,
-//!   and, as in any tokio `block_on`, one cannot start a tokio runtime or
-//!   call `tokio::task::block_in_place` (use `pool::spawn_blocking`).
+//!   onto the runtime's own queue. The busy period steps aside for tokio
+//!   at the next task boundary when a pool task spawned onto it (at once:
+//!   the spawned task runs before the worker's next pool task, as from
+//!   tokio's LIFO slot), every 8 searches if tokio tasks are alive or
+//!   queued from another thread, and every `TURN_INTERVAL` (250 us,
+//!   checked every 61 searches where it polls the pool's driver); and once
+//!   more before it goes idle if tokio tasks are alive. Stepping aside is
+//!   cheap: the period runs as the runtime's runner task (`Runner`) once
+//!   it first steps aside, and a step aside is the runner waking itself,
+//!   so tokio runs its queue and polls its reactor and timers every 61
+//!   tasks, as on its own workers, not at every step. Pool tasks run there
+//!   under no tokio budget, and, as in any tokio `block_on`, one cannot
+//!   start a tokio runtime or call `tokio::task::block_in_place` (use
+//!   `pool::spawn_blocking`).
 //! * **Idle** but not asleep (searching), the worker gives its runtime a
 //!   turn (`turn`) when tasks were scheduled onto it from another thread
 //!   (one load of the queue's length every 8 searches), and every
@@ -67,9 +72,15 @@ use crate::context::thread_kind::ThreadKind;
 use crate::sleep::park::Host;
 use crate::task::coarse_clock::coarse_now_ns;
 use parking_lot::Mutex;
+use std::any::Any;
 use std::cell::Cell;
 use std::future::poll_fn;
+use std::future::Future;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::{pin, Pin};
+use std::ptr::NonNull;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
@@ -188,6 +199,12 @@ impl TokioCompat {
     }
 }
 
+/// A runtime's tokio tasks alive, its runner (if started) not counted.
+#[inline]
+fn alive_tasks(metrics: &tokio::runtime::RuntimeMetrics) -> usize {
+    metrics.num_alive_tasks().saturating_sub(1)
+}
+
 /// One of the pool's runtimes, as any thread sees it.
 #[derive(Debug)]
 pub(super) struct Peer {
@@ -218,6 +235,10 @@ pub(crate) struct WorkerHost {
     /// Set by `turn` during a busy period: the runtime should have a turn
     /// at the next task boundary (`run_busy`).
     wanted: Cell<bool>,
+    /// Tokio tasks alive when this busy step began (`turn_wanted`).
+    alive_at_step: Cell<usize>,
+    /// How a busy period passes to the runtime's runner task and back.
+    handover: Rc<Handover>,
     /// Every worker's runtime (this one's at `index`).
     peers: Arc<[Peer]>,
     /// The peer whose context this worker's pool tasks are polled in, if
@@ -258,6 +279,8 @@ impl WorkerHost {
         registry: &Arc<Registry>,
         index: usize,
     ) -> WorkerHost {
+        let handover = Rc::new(Handover::default());
+        drop(runtime.spawn(tokio::task::unconstrained(Runner(Rc::clone(&handover)))));
         WorkerHost {
             runtime: Some(runtime),
             registry: Arc::clone(registry),
@@ -265,6 +288,8 @@ impl WorkerHost {
             inside: Cell::new(false),
             busy: Cell::new(false),
             wanted: Cell::new(false),
+            alive_at_step: Cell::new(0),
+            handover,
             peers,
             elsewhere: Cell::new(None),
             next_peer: Cell::new(index),
@@ -279,6 +304,12 @@ impl WorkerHost {
     #[inline]
     fn metrics(&self) -> &tokio::runtime::RuntimeMetrics {
         &self.peers[self.index].metrics
+    }
+
+    /// This runtime's tokio tasks alive, its runner not counted.
+    #[inline]
+    fn alive_tasks(&self) -> usize {
+        alive_tasks(self.metrics())
     }
 
     fn runtime(&self) -> &Runtime {
@@ -301,7 +332,7 @@ impl WorkerHost {
         self.runtime().enter()
     }
 
-    fn block_on_inside<F: std::future::Future>(&self, future: F) -> F::Output {
+    fn block_on_inside<F: Future>(&self, future: F) -> F::Output {
         self.inside.set(true);
         let _outside = Outside(&self.inside);
         self.runtime().block_on(future)
@@ -328,7 +359,7 @@ impl WorkerHost {
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
                 let due = queued
-                    || self.metrics().num_alive_tasks() > 0
+                    || self.alive_tasks() > 0
                     || (periodic && self.periodic_turn_due(coarse_now_ns()));
                 self.wanted.set(due);
             }
@@ -386,10 +417,10 @@ impl WorkerHost {
         }
         let peer = peer % n;
         self.next_peer.set(peer);
-        let theirs = self.peers[peer].metrics.num_alive_tasks();
+        let theirs = alive_tasks(&self.peers[peer].metrics);
         let target = match self.elsewhere.get() {
             // Keep the current target while it stays the lighter one.
-            Some(target) if self.peers[target].metrics.num_alive_tasks() < mine => Some(target),
+            Some(target) if alive_tasks(&self.peers[target].metrics) < mine => Some(target),
             _ => (theirs + BALANCE_SLACK < mine).then_some(peer),
         };
         self.elsewhere.set(target);
@@ -417,10 +448,15 @@ impl WorkerHost {
         !self.inside.get()
     }
 
-    /// Whether a turn was asked for during this busy period (`turn`).
+    /// Whether the busy period should step aside for tokio at this task
+    /// boundary: a turn was asked for (`turn`), or a pool task spawned onto
+    /// the runtime since the step began (its alive tasks rose: one relaxed
+    /// load of tokio's count), so that the spawned task runs next, as from
+    /// tokio's LIFO slot (sqlx returns a pooled connection to its pool in
+    /// a spawned task, and the next request waits for it).
     #[inline]
     pub(super) fn turn_wanted(&self) -> bool {
-        self.wanted.get()
+        self.wanted.get() || self.alive_tasks() > self.alive_at_step.get()
     }
 
     /// Run a busy period of the pool inside the runtime's `block_on`:
@@ -428,41 +464,247 @@ impl WorkerHost {
     /// says whether it ran any. While they run, the runtime's scheduler
     /// context is this thread's, so what they spawn onto tokio or wake
     /// there is pushed onto its own queue (no lock, no write to its
-    /// eventfd). The future then wakes itself and returns `Pending` when
-    /// tokio may have work (a turn was wanted, tasks are queued from
-    /// outside, or tasks ran while tokio tasks are alive): tokio runs what
-    /// is queued, polls its reactor and timers without blocking (a woken
-    /// `block_on` future never blocks its thread: `sleep/README.md`,
-    /// "Sleeping in a host"), and polls it again. Else it is done.
+    /// eventfd).
+    ///
+    /// Tokio runs that queue when the period steps aside (`busy_step`
+    /// says when: a pool task spawned onto tokio, a turn was wanted, tasks
+    /// are queued from outside, or tasks ran while tokio tasks are alive).
+    /// The first time, the `block_on` future hands the period to the
+    /// runtime's runner task (`Runner`): a push onto the queue behind what
+    /// the pool tasks put there. From then on a step aside is the runner
+    /// waking itself, another push: tokio runs what is ahead of it and
+    /// polls it again, with no driver poll between (tokio polls its driver
+    /// every 61 tasks, as on its own workers). When a step finds nothing
+    /// to do the runner wakes the `block_on` future, which returns: one
+    /// driver poll for the whole period (a woken `block_on` future never
+    /// blocks its thread: `sleep/README.md`, "Busy inside the host"). A
+    /// period that never steps aside never leaves the `block_on` future
+    /// and costs the runtime nothing.
     ///
     /// Pool tasks run under no tokio budget (`unconstrained`), as outside
-    /// the runtime: the `block_on` future's one budget is not shared out
-    /// among all the tasks of a busy period.
+    /// the runtime: the one budget of a `block_on` future or of a tokio
+    /// task is not shared out among all the tasks of a busy period.
     pub(super) fn run_busy(&self, mut tasks: impl FnMut() -> bool) {
         self.busy.set(true);
         let _idle = Outside(&self.busy);
+        let mut step = || self.busy_step(&mut tasks);
+        let lent = self.handover.lend(&mut step);
+        let mut handed = false;
         let period = poll_fn(|cx| {
-            // Tokio has just run what was queued on it (or this is a busy
-            // period's start, after a sleep or a turn that did): the tasks
-            // alive now are waiting on something, the ones worth placing.
-            let alive = self.metrics().num_alive_tasks();
-            if alive > 0 || self.elsewhere.get().is_some() {
-                self.balance(alive);
+            if handed {
+                // The runner has the period until it wakes this future.
+                return match lent.taken_back() {
+                    Some(Ok(())) => Poll::Ready(()),
+                    Some(Err(panic)) => std::panic::resume_unwind(panic),
+                    None => Poll::Pending,
+                };
             }
-            let ran = tasks();
-            let wanted = self.wanted.replace(false);
-            if wanted
-                || self.metrics().global_queue_depth() > 0
-                || (ran && self.metrics().num_alive_tasks() > 0)
-            {
-                self.last_turn.set(coarse_now_ns());
+            if lent.step() == Aside::Done {
+                return Poll::Ready(());
+            }
+            handed = lent.hand_over(cx.waker());
+            if !handed {
+                // No runner yet (it is polled for the first time by the
+                // runtime's first turn): step aside the dearer way, as a
+                // woken `block_on` future, which always polls the driver.
                 cx.waker().wake_by_ref();
-                Poll::Pending
-            } else {
-                Poll::Ready(())
             }
+            Poll::Pending
         });
         self.block_on_inside(tokio::task::unconstrained(period));
+    }
+
+    /// One step of a busy period: run pool tasks (`tasks`) until none is
+    /// found or a turn is wanted; then what tokio should do before the
+    /// next step, if anything.
+    fn busy_step(&self, tasks: &mut impl FnMut() -> bool) -> Aside {
+        // Tokio has just run what was queued on it (or this is a busy
+        // period's start, after a sleep or a turn that did): the tasks
+        // alive now are waiting on something, the ones worth placing.
+        let alive = self.alive_tasks();
+        self.alive_at_step.set(alive);
+        if alive > 0 || self.elsewhere.get().is_some() {
+            self.balance(alive);
+        }
+        let ran = tasks();
+        let aside = if self.wanted.replace(false) {
+            // A turn (`turn`): tokio's sockets and timers too.
+            Aside::PollDriver
+        } else if self.metrics().global_queue_depth() > 0 || (ran && self.alive_tasks() > 0) {
+            // A spawn or a wake onto tokio's queue, from here or outside.
+            Aside::RunQueue
+        } else {
+            return Aside::Done;
+        };
+        self.last_turn.set(coarse_now_ns());
+        aside
+    }
+}
+
+/// What a busy step asks of tokio before the next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aside {
+    /// Nothing: the busy period is over.
+    Done,
+    /// Run what is queued on the runtime.
+    RunQueue,
+    /// Run what is queued, then poll the reactor and timers without
+    /// blocking (tokio's own workers do it every 61 tasks; the pool's
+    /// worker at a turn: every 8 searches while tokio tasks are alive or
+    /// queued from outside, and every `TURN_INTERVAL`, so that readiness
+    /// of a socket in this runtime's reactor is seen while the worker is
+    /// busy).
+    PollDriver,
+}
+
+/// A busy period's step (`WorkerHost::busy_step`) as `run_busy` lends it
+/// to the runner.
+type Step = dyn FnMut() -> Aside;
+
+/// How a busy period passes between its `block_on` future and the
+/// runtime's runner task (`Runner`). Touched only on the worker's thread.
+#[derive(Default)]
+struct Handover {
+    /// The step of the busy period under way, lent by `run_busy` for the
+    /// length of its `block_on` (`Lent`), taken out while it runs.
+    step: Cell<Option<NonNull<Step>>>,
+    /// The runner has the period: set by the `block_on` future when it
+    /// hands it over, cleared by the runner when a step found nothing to do.
+    handed: Cell<bool>,
+    /// The runner's waker, from its first poll.
+    runner: Cell<Option<Waker>>,
+    /// The `block_on` future's waker, woken when the runner is done.
+    owner: Cell<Option<Waker>>,
+    /// A panic of a step the runner ran, resumed by `run_busy`.
+    panic: Cell<Option<Box<dyn Any + Send>>>,
+}
+
+impl Handover {
+    /// Lend `step` until the returned guard drops.
+    fn lend<'a>(&'a self, step: &'a mut (dyn FnMut() -> Aside + 'a)) -> Lent<'a> {
+        let step: NonNull<dyn FnMut() -> Aside + 'a> = NonNull::from(step);
+        // SAFETY: only the lifetime changes. `Lent` takes the pointer back
+        // out of the cell before `step`'s borrow ends, also on a panic, and
+        // nothing dereferences it once out (`run_step`).
+        let step: NonNull<Step> = unsafe { std::mem::transmute(step) };
+        self.step.set(Some(step));
+        Lent(self)
+    }
+
+    /// Run the lent step once; None if none is lent.
+    fn run_step(&self) -> Option<Aside> {
+        let step = self.step.take()?;
+        let _back = PutBack(&self.step, step);
+        // SAFETY: `step` points at `run_busy`'s closure, alive while it is
+        // lent (`lend`). It was taken out of the cell for this call, so no
+        // other call (a nested one would find the cell empty) makes a
+        // second `&mut` to it.
+        Some(unsafe { (*step.as_ptr())() })
+    }
+}
+
+/// Puts a lent step back into its cell after a run, also on a panic.
+struct PutBack<'a>(&'a Cell<Option<NonNull<Step>>>, NonNull<Step>);
+
+impl Drop for PutBack<'_> {
+    fn drop(&mut self) {
+        self.0.set(Some(self.1));
+    }
+}
+
+/// A busy period's step, lent to the runner; taken back when dropped.
+struct Lent<'a>(&'a Handover);
+
+impl Lent<'_> {
+    /// Run the step from the `block_on` future.
+    fn step(&self) -> Aside {
+        self.0.run_step().unwrap_or(Aside::Done)
+    }
+
+    /// Hand the period to the runner, to be woken (`owner`) when it is
+    /// done; false if there is no runner yet.
+    fn hand_over(&self, owner: &Waker) -> bool {
+        let Some(runner) = self.0.runner.take() else {
+            return false;
+        };
+        self.0.owner.set(Some(owner.clone()));
+        self.0.handed.set(true);
+        // On this thread, inside the runtime's scheduler context: a push
+        // onto its own queue, behind what the step put there.
+        runner.wake_by_ref();
+        self.0.runner.set(Some(runner));
+        true
+    }
+
+    /// Once the runner is done with the period: Ok, or the panic of the
+    /// step it ran.
+    fn taken_back(&self) -> Option<Result<(), Box<dyn Any + Send>>> {
+        if self.0.handed.get() {
+            return None;
+        }
+        Some(self.0.panic.take().map_or(Ok(()), Err))
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        self.0.step.set(None);
+        self.0.handed.set(false);
+        self.0.owner.set(None);
+    }
+}
+
+/// The runtime's runner: a tokio task that runs the steps of a busy period
+/// handed to it (`WorkerHost::run_busy`), so that stepping aside for tokio
+/// is a push onto its queue, not a wake of the `block_on` future (a write
+/// to the runtime's eventfd and a driver poll each). Spawned when the
+/// worker's host is made; never completes (it is dropped with the
+/// runtime), so it is one of the runtime's alive tasks, which
+/// `alive_tasks` does not count.
+struct Runner(Rc<Handover>);
+
+// SAFETY: a current-thread runtime polls and drops its tasks on the thread
+// that drives it: the runner's is driven by its worker alone (its
+// `block_on` calls and its shutdown in `WorkerHost::drop`, on the worker's
+// thread; the runtime left `TokioCompat` for this worker before the runner
+// was spawned), so the `Rc` and what it reaches stay on that thread.
+unsafe impl Send for Runner {}
+
+impl Future for Runner {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let hand = &*self.0;
+        let runner = hand.runner.take();
+        hand.runner.set(match runner {
+            Some(w) if w.will_wake(cx.waker()) => Some(w),
+            _ => Some(cx.waker().clone()),
+        });
+        if !hand.handed.get() {
+            return Poll::Pending;
+        }
+        match catch_unwind(AssertUnwindSafe(|| hand.run_step())) {
+            Ok(Some(Aside::RunQueue)) => {
+                // Behind what tokio has queued.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Ok(Some(Aside::PollDriver)) => {
+                // Tokio wakes a task that yields once it has run its queue
+                // and polled its driver without blocking (1.54:
+                // `yield_now`, `Defer`): then it pushes the runner onto
+                // its queue, with no write to its eventfd.
+                let _ = pin!(tokio::task::yield_now()).poll(cx);
+                return Poll::Pending;
+            }
+            Ok(Some(Aside::Done) | None) => {}
+            Err(panic) => hand.panic.set(Some(panic)),
+        }
+        hand.handed.set(false);
+        if let Some(owner) = hand.owner.take() {
+            owner.wake();
+        }
+        Poll::Pending
     }
 }
 
