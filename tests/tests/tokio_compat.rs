@@ -210,6 +210,58 @@ fn tokio_spawn_from_a_pool_task_is_local_and_runs_at_once() {
     });
 }
 
+/// As on tokio's own workers (its LIFO slot), a tokio task that a pool
+/// task spawns runs before that pool task is polled again, even while the
+/// worker stays busy with pool tasks: code that hands work to a spawned
+/// task and yields (sqlx returns a pooled connection this way) sees it
+/// done. One worker, so no other worker runs either task.
+#[test]
+fn a_tokio_task_spawned_by_a_pool_task_runs_before_its_next_poll() {
+    watchdog("tokio-compat: a spawned tokio task runs first", 30, || {
+        let p = pool::Builder::new()
+            .worker_threads(1)
+            .thread_name("tcsn")
+            .build()
+            .unwrap();
+        // Pool tasks that keep the worker busy the whole time.
+        let busy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let spinners: Vec<_> = (0..4)
+            .map(|_| {
+                let busy = busy.clone();
+                p.spawn(async move {
+                    while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                        pool::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let late = p.block_on(p.spawn(async {
+            let mut late = 0;
+            for _ in 0..1000 {
+                let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let flag = ran.clone();
+                drop(tokio::spawn(async move {
+                    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                }));
+                pool::yield_now().await;
+                if !ran.load(std::sync::atomic::Ordering::Relaxed) {
+                    late += 1;
+                }
+            }
+            late
+        }));
+        busy.store(false, std::sync::atomic::Ordering::Relaxed);
+        for s in spinners {
+            p.block_on(s).unwrap();
+        }
+        assert_eq!(
+            late.unwrap(),
+            0,
+            "of 1000 tokio tasks spawned by a pool task, this many had not run when it was polled again"
+        );
+    });
+}
+
 /// Tokio tasks stay on the runtime they were spawned on, so a worker
 /// whose pool tasks spawn many long-lived ones (a burst of WebSocket
 /// upgrades) would carry them all: once its runtime has more than its
