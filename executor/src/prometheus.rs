@@ -243,9 +243,10 @@ fn poll_times(
         .buckets
         .iter()
         .map(|b| {
-            // The text encoder writes `f64::MAX` as "+Inf".
+            // The text encoder writes `f64::INFINITY` as "+Inf" (since
+            // prometheus-client 0.25.2; 0.24 took `f64::MAX`).
             let le = if b.le == Duration::MAX {
-                f64::MAX
+                f64::INFINITY
             } else {
                 b.le.as_secs_f64()
             };
