@@ -527,17 +527,19 @@ impl WorkerHost {
             self.balance(alive);
         }
         let ran = tasks();
-        let aside = if self.wanted.replace(false) {
-            // A turn (`turn`): tokio's sockets and timers too.
+        if self.wanted.replace(false) {
+            // A turn (`turn`): tokio's sockets and timers too, so the next
+            // periodic one is due `TURN_INTERVAL` from now. (A step aside
+            // that only runs tokio's queue polls no driver and leaves the
+            // periodic turn where it was.)
+            self.last_turn.set(coarse_now_ns());
             Aside::PollDriver
         } else if self.metrics().global_queue_depth() > 0 || (ran && self.alive_tasks() > 0) {
             // A spawn or a wake onto tokio's queue, from here or outside.
             Aside::RunQueue
         } else {
-            return Aside::Done;
-        };
-        self.last_turn.set(coarse_now_ns());
-        aside
+            Aside::Done
+        }
     }
 }
 
