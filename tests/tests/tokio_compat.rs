@@ -496,3 +496,82 @@ fn pool_timers_fire_while_the_workers_sleep_in_their_runtimes() {
         }
     });
 }
+
+/// The write system calls (`syscw` of `/proc/self/task/*/io`: `write` and
+/// its kin, not `send`) made so far by this process's threads whose names
+/// start with `prefix`.
+fn write_calls_of(prefix: &str) -> u64 {
+    let mut calls = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let task = task.unwrap().path();
+        let Ok(comm) = std::fs::read_to_string(task.join("comm")) else {
+            continue;
+        };
+        if !comm.trim().starts_with(prefix) {
+            continue;
+        }
+        let io = std::fs::read_to_string(task.join("io")).expect("/proc/self/task/*/io");
+        calls += io
+            .lines()
+            .find_map(|l| l.strip_prefix("syscw:"))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .expect("a syscw line");
+    }
+    calls
+}
+
+/// A tokio task that awaits a pool socket is woken by the worker's driver
+/// poll while the worker is idle (searching, or back from a sleep): the
+/// wake is made inside the worker's runtime, a push onto its own queue, not
+/// a remote schedule with a write to the runtime's eventfd. Counted by the
+/// pool's threads' `write` calls over 200 echoes (a socket's write is a
+/// `send`, not counted): one per echo when the wakes are remote (197-200
+/// in most runs, never under 10), 0-2 when they are not.
+#[test]
+fn a_tokio_task_woken_by_a_pool_socket_costs_no_eventfd_write() {
+    use futures::{AsyncReadExt, AsyncWriteExt};
+    use std::io::{Read, Write};
+    const ECHOES: u64 = 200;
+    watchdog("tokio-compat: a socket's wake of a tokio task", 30, || {
+        let p = pool::Builder::new()
+            .worker_threads(1)
+            .thread_name("tcew")
+            .build()
+            .unwrap();
+        let listener = p
+            .block_on(pool::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || std::net::TcpStream::connect(addr).unwrap());
+        let echo = p.block_on(p.spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut byte = [0u8; 1];
+                while stream.read_exact(&mut byte).await.is_ok() {
+                    stream.write_all(&byte).await.unwrap();
+                }
+            })
+        }));
+        let echo = echo.unwrap();
+        let mut client = client.join().unwrap();
+        client.set_nodelay(true).unwrap();
+        let mut byte = [0u8; 1];
+        // Warm up: the task runs and waits on its socket.
+        client.write_all(b"w").unwrap();
+        client.read_exact(&mut byte).unwrap();
+        let before = write_calls_of("tcew");
+        for i in 0..ECHOES {
+            client.write_all(&[i as u8]).unwrap();
+            client.read_exact(&mut byte).unwrap();
+            assert_eq!(byte[0], i as u8);
+        }
+        let writes = write_calls_of("tcew") - before;
+        drop(client);
+        p.block_on(echo).unwrap();
+        assert!(
+            writes < ECHOES / 20,
+            "the worker made {writes} write calls for {ECHOES} echoes: \
+             its wakes of the tokio task wrote to the runtime's eventfd"
+        );
+    });
+}

@@ -35,7 +35,10 @@
 //! * **Idle** but not asleep (searching), the worker gives its runtime a
 //!   turn (`turn`) when tasks were scheduled onto it from another thread
 //!   (one load of the queue's length every 8 searches), and every
-//!   `TURN_INTERVAL` otherwise.
+//!   `TURN_INTERVAL` otherwise. What its driver polls (and a sleep in the
+//!   driver) make ready it wakes inside a turn while tokio tasks are
+//!   alive (`wake_inside`), so that a wake of one of them is a push onto
+//!   the runtime's own queue, not a write to its eventfd.
 //! * **Asleep**, the worker blocks inside its runtime
 //!   ([`Host`](crate::sleep::Host), `sleep/README.md`, "Sleeping in a
 //!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
@@ -237,6 +240,10 @@ pub(crate) struct WorkerHost {
     wanted: Cell<bool>,
     /// Tokio tasks alive when this busy step began (`turn_wanted`).
     alive_at_step: Cell<usize>,
+    /// Tokio tasks may wait in the runtime's own queue, woken there by a
+    /// `wake_inside` that returned before tokio ran them: the next busy
+    /// step steps aside for them, the next idle search gives a turn.
+    queued_here: Cell<bool>,
     /// How a busy period passes to the runtime's runner task and back.
     handover: Rc<Handover>,
     /// Every worker's runtime (this one's at `index`).
@@ -289,6 +296,7 @@ impl WorkerHost {
             busy: Cell::new(false),
             wanted: Cell::new(false),
             alive_at_step: Cell::new(0),
+            queued_here: Cell::new(false),
             handover,
             peers,
             elsewhere: Cell::new(None),
@@ -342,7 +350,8 @@ impl WorkerHost {
     /// `periodic`). Outside the runtime (an idle worker's search): give the
     /// runtime a turn if tasks were scheduled onto it from outside (a wake
     /// from another thread, or a spawn made outside a busy period: they
-    /// wait for this worker alone), or, when `periodic` (every 61st
+    /// wait for this worker alone) or left in its queue by `wake_inside`,
+    /// or, when `periodic` (every 61st
     /// search), if `TURN_INTERVAL` passed since its last turn (for its
     /// reactor and timers). tokio runs its ready tasks, then polls its
     /// reactor and timers without blocking (the `block_on` future woke
@@ -355,7 +364,7 @@ impl WorkerHost {
     /// length), so they wait at most this many searches.
     #[inline]
     pub(super) fn turn(&self, periodic: bool) {
-        let queued = self.metrics().global_queue_depth() > 0;
+        let queued = self.has_queued();
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
                 let due = queued
@@ -373,14 +382,66 @@ impl WorkerHost {
             return;
         }
         self.last_turn.set(now);
-        // A turn of an idle search (no busy period of the pool's under
-        // way): the time tokio's tasks take in it is this worker's busy
-        // time all the same.
+        self.turn_with(|| true);
+    }
+
+    /// Tasks wait in the runtime's queue for a turn: scheduled from outside
+    /// (its global queue), or woken inside by a `wake_inside` that did not
+    /// run them.
+    #[inline]
+    fn has_queued(&self) -> bool {
+        self.queued_here.get() || self.metrics().global_queue_depth() > 0
+    }
+
+    /// Whether an idle worker should wake what its driver poll made ready
+    /// inside the runtime (`wake_inside`): outside it, and tokio tasks of
+    /// this runtime are alive, so some of the wakers may be theirs.
+    #[inline]
+    pub(super) fn wakes_inside(&self) -> bool {
+        !self.inside.get() && self.alive_tasks() > 0
+    }
+
+    /// Wake what a driver poll of this idle worker made ready (`wake`,
+    /// which says how many of the pool's tasks it pushed onto the worker's
+    /// deque) inside the runtime, in a turn: a tokio task's waker is then
+    /// a push onto the runtime's own queue. Woken from outside, each is a
+    /// remote schedule, a lock and a write to the runtime's eventfd, and
+    /// the turn that runs it comes later: in the WebSocket echo of the
+    /// reference service (a tokio task per socket, awaiting a pool
+    /// socket), one write per echo. If no task of the pool's was woken,
+    /// tokio runs what was woken in this turn (and polls its driver
+    /// without blocking, as at any turn); else the worker goes on to run
+    /// its pool tasks first, and tokio's wait for its next busy step to
+    /// step aside (`queued_here`), or for its next idle search's turn.
+    pub(super) fn wake_inside(&self, wake: impl FnOnce() -> usize) -> usize {
+        let mut wake = Some(wake);
+        let mut found = 0;
+        self.turn_with(|| {
+            found = wake.take().map_or(0, |wake| wake());
+            self.queued_here.set(found > 0);
+            found == 0
+        });
+        if found == 0 {
+            // Tokio polled its driver: the periodic turn is due from now.
+            self.last_turn.set(coarse_now_ns());
+        }
+        found
+    }
+
+    /// A turn of the runtime from an idle search: its future first calls
+    /// `first`, then, if that returns true, wakes itself: tokio runs its
+    /// ready tasks, then polls its reactor and timers without blocking
+    /// (the woken future's flag forbids parking), and polls the future
+    /// again, which completes. If `first` returns false the turn ends at
+    /// once, with no driver poll. The time tokio's tasks take in it is
+    /// this worker's busy time all the same, idle as it is.
+    fn turn_with(&self, mut first: impl FnMut() -> bool) {
+        self.queued_here.set(false);
         let stats = self.registry.worker_stats(self.index);
         let idle_since = (!stats.is_busy()).then(|| self.tokio_busy());
         let mut polled = false;
         self.block_on_inside(poll_fn(|cx| {
-            if std::mem::replace(&mut polled, true) {
+            if std::mem::replace(&mut polled, true) || !first() {
                 Poll::Ready(())
             } else {
                 cx.waker().wake_by_ref();
@@ -534,7 +595,10 @@ impl WorkerHost {
             // periodic turn where it was.)
             self.last_turn.set(coarse_now_ns());
             Aside::PollDriver
-        } else if self.metrics().global_queue_depth() > 0 || (ran && self.alive_tasks() > 0) {
+        } else if self.queued_here.replace(false)
+            || self.metrics().global_queue_depth() > 0
+            || (ran && self.alive_tasks() > 0)
+        {
             // A spawn or a wake onto tokio's queue, from here or outside.
             Aside::RunQueue
         } else {

@@ -616,7 +616,7 @@ impl WorkerThread {
                 // A sleep in the driver may end with I/O or timers ready.
                 if !wakers.is_empty() {
                     let start = self.trace_now();
-                    let found = self.wake_ready(&mut wakers);
+                    let found = self.wake_ready_idle(&mut wakers);
                     self.trace(Kind::Driver, start, driver_arg(found, false, true));
                 }
                 self.io_wakers.set(wakers);

@@ -97,6 +97,25 @@ impl WorkerThread {
         n
     }
 
+    /// Wake what a driver poll of this idle worker made ready (or a sleep
+    /// in the driver ended with). With tokio tasks alive in its runtime
+    /// (`tokio-compat`) some of the wakers may be theirs: they are woken
+    /// inside the runtime, in a turn (`WorkerHost::wake_inside`), where a
+    /// wake of a tokio task is a push onto its own queue, not a remote
+    /// schedule with a write to its eventfd. Returns how many of them were
+    /// this pool's tasks.
+    pub(super) fn wake_ready_idle(&self, wakers: &mut Vec<Waker>) -> usize {
+        #[cfg(feature = "tokio-compat")]
+        if let Some(host) = self
+            .host
+            .as_ref()
+            .filter(|h| !wakers.is_empty() && h.wakes_inside())
+        {
+            return host.wake_inside(|| self.wake_ready(wakers));
+        }
+        self.wake_ready(wakers)
+    }
+
     /// A poll of the driver without blocking, only if there is something
     /// to poll for and nobody else holds it: by a busy worker now and then,
     /// and by an idle worker before each of its search rounds (`idle`).
@@ -120,7 +139,11 @@ impl WorkerThread {
             self.count_wakeups(self.registry.sleep_manager().driver_released());
         }
         self.stats().bump_owned(|s| &s.driver_polls, 1);
-        let found = self.wake_ready(&mut wakers);
+        let found = if idle {
+            self.wake_ready_idle(&mut wakers)
+        } else {
+            self.wake_ready(&mut wakers)
+        };
         self.io_wakers.set(wakers);
         self.trace(Kind::Driver, start, driver_arg(found, !idle, false));
         found > 0
