@@ -543,16 +543,19 @@ fn a_tokio_task_woken_by_a_pool_socket_costs_no_eventfd_write() {
             .unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::thread::spawn(move || std::net::TcpStream::connect(addr).unwrap());
-        let echo = p.block_on(p.spawn(async move {
+        // The echo task tells when it ends (its socket closed).
+        let (ended, echo_ended) = std::sync::mpsc::channel();
+        p.block_on(p.spawn(async move {
             let (mut stream, _) = listener.accept().await.unwrap();
-            tokio::spawn(async move {
+            drop(tokio::spawn(async move {
                 let mut byte = [0u8; 1];
                 while stream.read_exact(&mut byte).await.is_ok() {
                     stream.write_all(&byte).await.unwrap();
                 }
-            })
-        }));
-        let echo = echo.unwrap();
+                ended.send(()).unwrap();
+            }));
+        }))
+        .unwrap();
         let mut client = client.join().unwrap();
         client.set_nodelay(true).unwrap();
         let mut byte = [0u8; 1];
@@ -567,7 +570,9 @@ fn a_tokio_task_woken_by_a_pool_socket_costs_no_eventfd_write() {
         }
         let writes = write_calls_of("tcew") - before;
         drop(client);
-        p.block_on(echo).unwrap();
+        echo_ended
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the echo task ends when its client hangs up");
         assert!(
             writes < ECHOES / 20,
             "the worker made {writes} write calls for {ECHOES} echoes: \
