@@ -97,8 +97,8 @@ mod sync;
 mod unwind;
 // 1. The sleep protocol.
 mod sleep;
-// 2. Tasks.
-mod task;
+// 2. Tasks (public: `pool::task::Builder`, and the task types).
+pub mod task;
 // 3. The scheduler, and the context of the current thread.
 mod context;
 mod scheduler;

@@ -464,3 +464,34 @@ fn a_pool_without_a_console_has_no_address_and_its_server_stops_with_it() {
     // The port is free again: the server's thread ended with the pool.
     std::net::TcpListener::bind(addr).expect("the console's port is let go with the pool");
 }
+
+/// A task spawned with a name carries it in the console's `task.name`
+/// field (tokio-console's Name column); an unnamed one has no such field.
+#[test]
+fn a_named_task_shows_its_name_in_the_console() {
+    watchdog("console: task names", 60, || {
+        let pool = console_pool(1);
+        let named = pool::task::Builder::new()
+            .name("fetcher")
+            .spawn_on(std::future::pending::<()>(), &pool.handle())
+            .unwrap();
+        let unnamed = pool.spawn(std::future::pending::<()>());
+        let (named_id, unnamed_id) = (raw(named.id()), raw(unnamed.id()));
+        client(async {
+            let mut client = connect(&pool).await;
+            let mut stream = watch(&mut client).await;
+            let mut view = View::default();
+            view.until(&mut stream, 10, "both tasks announced", |v| {
+                v.tasks.contains_key(&named_id) && v.tasks.contains_key(&unnamed_id)
+            })
+            .await;
+            assert_eq!(
+                view.field(named_id, "task.name").as_deref(),
+                Some("fetcher")
+            );
+            assert_eq!(view.field(unnamed_id, "task.name"), None);
+        });
+        named.abort();
+        unnamed.abort();
+    });
+}

@@ -25,12 +25,16 @@ use std::time::Duration;
 /// One live task, as [`Pool::tasks`](crate::Pool::tasks) saw it.
 ///
 /// `Display` gives one line, for a log:
-/// `task 7 idle, 3 polls, age 1.502s, spawned at src/main.rs:12:5`.
+/// `task 7 idle, 3 polls, age 1.502s, spawned at src/main.rs:12:5`, with
+/// its name after the id if it has one: ``task 7 `fetcher` idle, ...``.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct TaskInfo {
     /// The task's id (as [`JoinHandle::id`](crate::JoinHandle::id)).
     pub id: TaskId,
+    /// Its name, if it was spawned with one
+    /// ([`task::Builder::name`](crate::task::Builder::name)).
+    pub name: Option<String>,
     /// Where `spawn` was called.
     pub spawned_at: &'static Location<'static>,
     /// What the task is doing.
@@ -38,7 +42,7 @@ pub struct TaskInfo {
     /// Polls so far (they saturate at 2^30 - 1).
     pub polls: u64,
     /// Time since the spawn, to the coarse clock's tick (the kernel's, 1-10
-    /// ms, counted in 1/256 s); taken modulo 194 days.
+    /// ms, counted in 1/256 s); taken modulo 97 days.
     pub age: Duration,
 }
 
@@ -69,10 +73,13 @@ impl fmt::Display for TaskState {
 
 impl fmt::Display for TaskInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {}", self.id)?;
+        if let Some(name) = &self.name {
+            write!(f, " `{name}`")?;
+        }
         write!(
             f,
-            "task {} {}, {} poll{}, age {:.3}s, spawned at {}",
-            self.id,
+            " {}, {} poll{}, age {:.3}s, spawned at {}",
             self.state,
             self.polls,
             if self.polls == 1 { "" } else { "s" },
@@ -144,6 +151,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         };
         tasks.push(TaskInfo {
             id: header.id(),
+            name: header.name().map(|n| n.to_string()),
             spawned_at: header.spawned_at(),
             state,
             polls: polls.into(),

@@ -39,6 +39,9 @@ pub struct Stall {
     pub worker: usize,
     /// The task being polled.
     pub task: TaskId,
+    /// Its name, if it was spawned with one
+    /// ([`task::Builder::name`](crate::task::Builder::name)).
+    pub name: Option<String>,
     /// Where that task was spawned.
     pub spawned_at: &'static Location<'static>,
     /// How long the poll has run so far (at least; short by at most the
@@ -46,13 +49,16 @@ pub struct Stall {
     pub running_for: Duration,
 }
 
-/// Where live task `task` was spawned (a walk over the registry: only for
-/// a report).
-fn spawn_location(registry: &Registry, task: TaskId) -> Option<&'static Location<'static>> {
+/// Where live task `task` was spawned, and its name if it has one (a walk
+/// over the registry: only for a report).
+fn spawn_site(
+    registry: &Registry,
+    task: TaskId,
+) -> Option<(&'static Location<'static>, Option<String>)> {
     let mut found = None;
     registry.tasks().for_each_live(|header| {
         if header.id() == task && header.is_live_task() {
-            found = Some(header.spawned_at());
+            found = Some((header.spawned_at(), header.name().map(|n| n.to_string())));
         }
     });
     found
@@ -135,13 +141,14 @@ impl Look for StallWatch {
                 // Where it was spawned: from its header, found in the
                 // registry (workers publish only the id, to keep polls
                 // cheap). A task whose poll ended meanwhile is not reported.
-                let Some(spawned_at) = spawn_location(registry, task) else {
+                let Some((spawned_at, name)) = spawn_site(registry, task) else {
                     continue;
                 };
                 registry.count_stall();
                 let stall = Stall {
                     worker,
                     task,
+                    name,
                     spawned_at,
                     running_for,
                 };

@@ -78,6 +78,22 @@ impl Registry {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.spawn_named_on(future, at, None, local)
+    }
+
+    /// `spawn_on`, with the task's name if it has one (`task::Builder`).
+    #[inline]
+    pub(crate) fn spawn_named_on<F>(
+        self: &Arc<Self>,
+        future: F,
+        at: &'static Location<'static>,
+        name: Option<&str>,
+        local: Option<&WorkerThread>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         debug_assert!(local.is_none_or(|w| std::ptr::eq(&**w.registry(), &**self)));
         self.count(local, |s| &s.spawned, 1);
         let (shard_hint, id) = match local {
@@ -88,7 +104,7 @@ impl Registry {
             future,
             schedule_task,
             shard_hint,
-            (id, at, TaskKind::Async),
+            (id, at, TaskKind::Async, name),
             local,
         )
     }
@@ -105,6 +121,21 @@ impl Registry {
         F: Future + 'static,
         F::Output: 'static,
     {
+        self.spawn_named_local(worker, future, at, None)
+    }
+
+    /// `spawn_local`, with the task's name if it has one.
+    pub(crate) fn spawn_named_local<F>(
+        self: &Arc<Self>,
+        worker: &WorkerThread,
+        future: F,
+        at: &'static Location<'static>,
+        name: Option<&str>,
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
         debug_assert!(std::ptr::eq(
             Arc::as_ptr(worker.registry()),
             Arc::as_ptr(self)
@@ -114,7 +145,7 @@ impl Registry {
         // Its own shard: the worker finds its local tasks there when it
         // leaves (`LocalTasks::cancel_all`, `worker/local.rs`).
         debug_assert_eq!(self.tasks().shard_of(home), home);
-        let meta = (worker.next_task_id(), at, TaskKind::Local);
+        let meta = (worker.next_task_id(), at, TaskKind::Local, name);
         // SAFETY: `spawn_raw`'s contract for a future that is not `Send`:
         // `schedule_pinned` hands every runnable of this task to `home`'s
         // worker, which is this thread, and only that worker runs or drops
@@ -142,12 +173,26 @@ impl Registry {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
+        self.spawn_named_blocking(f, at, None)
+    }
+
+    /// `spawn_blocking`, with the closure's name if it has one.
+    pub(crate) fn spawn_named_blocking<F, R>(
+        self: &Arc<Self>,
+        f: F,
+        at: &'static Location<'static>,
+        name: Option<&str>,
+    ) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
         let (shard_hint, id) = self.outside_spawn();
         self.spawn_with(
             BlockingTask::new(f),
             schedule_blocking,
             shard_hint,
-            (id, at, TaskKind::Blocking),
+            (id, at, TaskKind::Blocking, name),
             None,
         )
     }
@@ -176,7 +221,7 @@ impl Registry {
         future: F,
         schedule: S,
         shard_hint: usize,
-        meta: (TaskId, &'static Location<'static>, TaskKind),
+        meta: SpawnMeta<'_>,
         local: Option<&WorkerThread>,
     ) -> JoinHandle<F::Output>
     where
@@ -203,7 +248,7 @@ impl Registry {
         future: F,
         schedule: S,
         shard_hint: usize,
-        (id, at, kind): (TaskId, &'static Location<'static>, TaskKind),
+        (id, at, kind, name): SpawnMeta<'_>,
         local: Option<&WorkerThread>,
     ) -> JoinHandle<F::Output>
     where
@@ -213,8 +258,15 @@ impl Registry {
     {
         // SAFETY: `task_share` took one share of this pool for the header,
         // and points into its `Arc`.
-        let header =
-            unsafe { TaskHeader::new(self.task_share(local), id, kind, self.clock().now()) };
+        let header = unsafe {
+            TaskHeader::new(
+                self.task_share(local),
+                id,
+                kind,
+                self.clock().now(),
+                name.is_some(),
+            )
+        };
         let builder = async_task::Builder::new().metadata(header);
         // SAFETY: `spawn_unchecked`'s obligations, one by one:
         // - the future is `Send` (and `&TaskHeader` is `Send` because
@@ -249,10 +301,18 @@ impl Registry {
         {
             Some(slot) => {
                 runnable.metadata().set_slot(slot);
+                // Before the first schedule: every poll, a panic's error
+                // and the dump find the name (`task/names.rs`).
+                let name: Option<Arc<str>> = name.map(Arc::from);
+                if let Some(name) = &name {
+                    self.tasks().names(slot).insert(id, Arc::clone(name));
+                }
                 // Before the first schedule: every poll finds the task.
                 #[cfg(feature = "console")]
                 if let Some(console) = self.console() {
-                    console.table().spawned(id, at, kind, runnable.waker());
+                    console
+                        .table()
+                        .spawned(id, at, kind, name, runnable.waker());
                 }
                 if kind == TaskKind::Local {
                     // Counted until its future drops (`Schedule::release`).
@@ -274,6 +334,15 @@ impl Registry {
         handle
     }
 }
+
+/// What a spawn knows of its task besides the future: its id, where the
+/// user called spawn, its kind, and its name if it has one.
+type SpawnMeta<'a> = (
+    TaskId,
+    &'static Location<'static>,
+    TaskKind,
+    Option<&'a str>,
+);
 
 /// The schedule function of every task (`spawn`). It captures nothing, and
 /// so must not rely on the task's own `Arc<Registry>` once it has handed the

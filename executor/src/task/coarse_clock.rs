@@ -4,7 +4,8 @@
 //! # Invariants
 //!
 //! * A task's age comes from `coarse_ticks`, kept in 32 bits of 1/256 s:
-//!   exact to the kernel's tick (1-10 ms), taken modulo 194 days. A spawn
+//!   exact to the kernel's tick (1-10 ms), taken modulo 194 days (a task's
+//!   header keeps half of it in 30 bits: its age is modulo 97 days). A spawn
 //!   reads it from its pool's `CoarseClock`, which the watcher publishes at
 //!   every look while it runs (at most a look, 1 ms, behind; the watcher
 //!   runs whenever a worker spawned locally) and withdraws before it parks;

@@ -11,7 +11,7 @@
 use crate::unwind::discard;
 use std::any::Any;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Why a task gave no output: it panicked, or it was cancelled.
 ///
@@ -41,6 +41,8 @@ struct Panic {
     payload: Mutex<Option<Box<dyn Any + Send + 'static>>>,
     /// The panic message, when the payload is a string.
     message: Option<String>,
+    /// The task's name, if it was given one (`task::Builder::name`).
+    name: Option<Arc<str>>,
 }
 
 impl JoinError {
@@ -58,8 +60,22 @@ impl JoinError {
             repr: Box::new(Repr::Panic(Panic {
                 payload: Mutex::new(Some(payload)),
                 message,
+                name: None,
             })),
         }
+    }
+
+    /// The error of a panic of a task named `name` (if it has a name): its
+    /// `Display` names it.
+    pub(crate) fn panic_of(
+        payload: Box<dyn Any + Send + 'static>,
+        name: Option<Arc<str>>,
+    ) -> JoinError {
+        let mut err = JoinError::panic(payload);
+        if let Repr::Panic(panic) = &mut *err.repr {
+            panic.name = name;
+        }
+        err
     }
 
     /// True if the task was cancelled: aborted, or dropped by its pool's
@@ -138,13 +154,19 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.repr {
             Repr::Cancelled => f.write_str("task was cancelled"),
-            Repr::Panic(panic) => match &panic.message {
-                Some(m) => match tokio_hint(m) {
-                    Some(hint) => write!(f, "task panicked: {m} ({hint})"),
-                    None => write!(f, "task panicked: {m}"),
-                },
-                None => f.write_str("task panicked"),
-            },
+            Repr::Panic(panic) => {
+                match &panic.name {
+                    Some(name) => write!(f, "task `{name}` panicked")?,
+                    None => f.write_str("task panicked")?,
+                }
+                match &panic.message {
+                    Some(m) => match tokio_hint(m) {
+                        Some(hint) => write!(f, ": {m} ({hint})"),
+                        None => write!(f, ": {m}"),
+                    },
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -202,10 +224,14 @@ impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.repr {
             Repr::Cancelled => f.write_str("JoinError::Cancelled"),
-            Repr::Panic(panic) => f
-                .debug_tuple("JoinError::Panic")
-                .field(&panic.message.as_deref().unwrap_or("<non-string payload>"))
-                .finish(),
+            Repr::Panic(panic) => {
+                let mut t = f.debug_tuple("JoinError::Panic");
+                t.field(&panic.message.as_deref().unwrap_or("<non-string payload>"));
+                if let Some(name) = &panic.name {
+                    t.field(name);
+                }
+                t.finish()
+            }
         }
     }
 }
@@ -232,6 +258,10 @@ mod tests {
         }
         let err = super::JoinError::panic(Box::new("boom"));
         assert_eq!(err.to_string(), "task panicked: boom");
+        let err = super::JoinError::panic_of(Box::new("boom"), Some("fetcher".into()));
+        assert_eq!(err.to_string(), "task `fetcher` panicked: boom");
+        let err = super::JoinError::panic_of(Box::new(7u8), Some("fetcher".into()));
+        assert_eq!(err.to_string(), "task `fetcher` panicked");
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //!   (`TaskOutput`) and a panic payload are each dropped under
 //!   `catch_unwind`, and a panic there is caught and dropped in turn.
 //! * When the future is dropped the task leaves its pool's registry of live
-//!   tasks (`Registration`, through `Schedule::release`).
+//!   tasks (`Registration`, through `Schedule::release`), and its name, if
+//!   it has one, leaves the pool's names (`names.rs`).
 //! * A task is never polled once that registry is closed (shutdown took its
 //!   wakers): its poll cancels it instead (`OwnedTasks::is_closed`).
 
@@ -91,7 +92,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         // ends as cancelled: nothing would wake it again (`is_closed`).
         if header.is_done() || header.is_aborted() || header.owner().live_tasks().is_closed() {
             return Poll::Ready(Err(match self.drop_future() {
-                Some(payload) => JoinError::panic(payload),
+                Some(payload) => panicked(header, payload),
                 None => JoinError::cancelled(),
             }));
         }
@@ -115,16 +116,23 @@ impl<F: Future> Future for TaskFuture<'_, F> {
             (Ok(value), None) => Ok(TaskOutput::new(value)),
             (Ok(value), Some(payload)) => {
                 drop(TaskOutput::new(value));
-                Err(JoinError::panic(payload))
+                Err(panicked(header, payload))
             }
             (Err(payload), later) => {
                 if let Some(payload) = later {
                     discard(payload);
                 }
-                Err(JoinError::panic(payload))
+                Err(panicked(header, payload))
             }
         })
     }
+}
+
+/// The error of `header`'s task, which panicked with `payload`: it names
+/// the task if it has a name (read before its future's `Registration`
+/// drops, which forgets it).
+fn panicked(header: &TaskHeader, payload: Box<dyn Any + Send>) -> JoinError {
+    JoinError::panic_of(payload, header.name())
 }
 
 /// A task's output, as async-task stores it: dropping it (a detached task's
@@ -170,6 +178,11 @@ struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         let header = self.header;
+        if header.is_named() {
+            if let Some(slot) = header.slot() {
+                header.owner().live_tasks().names(slot).remove(header.id());
+            }
+        }
         header.owner().release(
             header,
             header.slot(),

@@ -41,11 +41,12 @@ use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-/// `TaskHeader::state`: the top bit says the task was aborted, the other 31
-/// hold its spawn time (`clock::coarse_ticks` halved: 1/128 s, modulo 194
-/// days).
+/// `TaskHeader::state`: the top bit says the task was aborted, the next
+/// that it has a name (`task/names.rs`), the other 30 hold its spawn time
+/// (`clock::coarse_ticks` halved: 1/128 s, modulo 97 days).
 const ABORTED: u32 = 1 << 31;
-const BORN: u32 = !ABORTED;
+const NAMED: u32 = 1 << 30;
+const BORN: u32 = NAMED - 1;
 
 /// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
 /// was dropped: the task is not live, though its registry entry may wait
@@ -105,7 +106,7 @@ pub(crate) struct TaskHeader {
     /// `OwnedTasks::UNREGISTERED`; set once, before the first run.
     slot: AtomicU32,
     /// `ABORTED` (set by `JoinHandle::abort` from any thread: the next poll
-    /// ends the task) and the spawn time, which never changes.
+    /// ends the task), `NAMED` and the spawn time, which never change.
     state: AtomicU32,
     /// Whether the task is queued, whether its future was dropped, and its
     /// polls (see the constants). Written only by the thread that schedules,
@@ -126,8 +127,9 @@ unsafe impl Sync for TaskHeader {}
 
 impl TaskHeader {
     /// The header of a task of the pool at `owner`, spawned at the coarse
-    /// time `born` (`CoarseClock::now`). Its site is set by
-    /// `register_waker`.
+    /// time `born` (`CoarseClock::now`), `named` if its pool's names hold
+    /// its name from before its first schedule until its future drops
+    /// (`names.rs`). Its site is set by `register_waker`.
     ///
     /// # Safety
     ///
@@ -140,6 +142,7 @@ impl TaskHeader {
         id: TaskId,
         kind: TaskKind,
         born: u32,
+        named: bool,
     ) -> TaskHeader {
         let kind = match kind {
             TaskKind::Async => 0,
@@ -152,7 +155,7 @@ impl TaskHeader {
             id_low: id.as_u64() as u16,
             site: AtomicU16::new(kind | site::OVERFLOW),
             slot: AtomicU32::new(OwnedTasks::UNREGISTERED),
-            state: AtomicU32::new((born >> 1) & BORN),
+            state: AtomicU32::new((born >> 1) & BORN | if named { NAMED } else { 0 }),
             activity: AtomicU32::new(0),
         }
     }
@@ -253,6 +256,21 @@ impl TaskHeader {
 
     pub(crate) fn abort(&self) {
         self.state.fetch_or(ABORTED, Ordering::Release);
+    }
+
+    /// The task has a name, in its pool's names (`names.rs`).
+    #[inline]
+    pub(crate) fn is_named(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & NAMED != 0
+    }
+
+    /// The task's name, if it has one (a lookup in its pool's names: for a
+    /// report, a dump or a panic, not for a poll).
+    pub(crate) fn name(&self) -> Option<std::sync::Arc<str>> {
+        if !self.is_named() {
+            return None;
+        }
+        self.owner().live_tasks().names(self.slot()?).get(self.id())
     }
 
     /// True for a live task of the workers: not finished, not a blocking

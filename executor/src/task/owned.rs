@@ -44,6 +44,7 @@
 //!   again: `is_closed` is set before the drain, and a task's poll checks
 //!   it first (`TaskFuture::poll`).
 
+use super::names::TaskNames;
 use super::waker::TaskWaker;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
@@ -209,6 +210,8 @@ pub(crate) struct Slot {
 struct ShardCell {
     entries: CachePadded<Mutex<Shard>>,
     handed_back: CachePadded<HandedBack>,
+    /// The names of the named tasks registered here (`names.rs`).
+    names: TaskNames,
 }
 
 /// Keys of a shard's finished tasks that other threads removed
@@ -286,10 +289,23 @@ impl OwnedTasks {
                         closed: false,
                     })),
                     handed_back: CachePadded::default(),
+                    names: TaskNames::default(),
                 })
                 .collect(),
             closed: AtomicBool::new(false),
         }
+    }
+
+    /// The names of the named tasks registered in `slot`'s shard.
+    pub(crate) fn names(&self, slot: Slot) -> &TaskNames {
+        &self.shards[slot.shard].names
+    }
+
+    /// The names held in every shard (the tests' check that a task's name
+    /// goes with it).
+    #[cfg(test)]
+    pub(crate) fn names_held(&self) -> usize {
+        self.shards.iter().map(|s| s.names.len()).sum()
     }
 
     /// True once shutdown has closed the registry and taken its wakers

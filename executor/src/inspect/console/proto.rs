@@ -58,7 +58,11 @@ fn metadata() -> api::register_metadata::NewMetadata {
             location: None,
             kind: api::metadata::Kind::Span as i32,
             level: api::metadata::Level::Info as i32,
-            field_names: vec!["kind".to_string(), "task.id".to_string()],
+            field_names: vec![
+                "kind".to_string(),
+                "task.id".to_string(),
+                "task.name".to_string(),
+            ],
         }),
     }
 }
@@ -85,10 +89,19 @@ fn task(stats: &TaskStats) -> api::tasks::Task {
         }),
         metadata: Some(api::MetaId { id: META_ID }),
         kind: kind as i32,
-        fields: vec![
-            field("kind", api::field::Value::StrVal(name.to_string())),
-            field("task.id", api::field::Value::U64Val(stats.id.as_u64())),
-        ],
+        fields: {
+            let mut fields = vec![
+                field("kind", api::field::Value::StrVal(name.to_string())),
+                field("task.id", api::field::Value::U64Val(stats.id.as_u64())),
+            ];
+            if let Some(task_name) = &stats.name {
+                fields.push(field(
+                    "task.name",
+                    api::field::Value::StrVal(task_name.to_string()),
+                ));
+            }
+            fields
+        },
         parents: Vec::new(),
         location: Some(api::Location {
             file: Some(at.file().to_string()),

@@ -24,7 +24,7 @@ use crate::task::id::TaskId;
 use parking_lot::Mutex;
 use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, SystemTime};
 
@@ -145,6 +145,8 @@ pub(crate) struct TaskStats {
     pub(crate) id: TaskId,
     pub(crate) spawned_at: &'static Location<'static>,
     pub(crate) kind: TaskKind,
+    /// Its name (`task::Builder::name`), the console's `task.name` field.
+    pub(crate) name: Option<Arc<str>>,
     pub(crate) created: Stamp,
     dropped: AtomicU64,
     polls: AtomicU64,
@@ -197,6 +199,7 @@ impl TaskStats {
         id: TaskId,
         spawned_at: &'static Location<'static>,
         kind: TaskKind,
+        name: Option<Arc<str>>,
         created: Stamp,
         inner: Waker,
     ) -> TaskStats {
@@ -204,6 +207,7 @@ impl TaskStats {
             id,
             spawned_at,
             kind,
+            name,
             created,
             dropped: AtomicU64::new(0),
             polls: AtomicU64::new(0),

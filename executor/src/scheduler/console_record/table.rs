@@ -123,16 +123,18 @@ impl TaskTable {
         &self.shards[id.as_u64() as usize & (SHARDS - 1)]
     }
 
-    /// A task was spawned (before its first schedule); `waker` wakes it.
+    /// A task was spawned (before its first schedule), named `name` if it
+    /// has a name; `waker` wakes it.
     pub(crate) fn spawned(
         &self,
         id: TaskId,
         at: &'static Location<'static>,
         kind: TaskKind,
+        name: Option<Arc<str>>,
         waker: Waker,
     ) {
         let fresh = Entry {
-            stats: TaskStats::new(id, at, kind, now(), waker),
+            stats: TaskStats::new(id, at, kind, name, now(), waker),
             announced: AtomicBool::new(false),
         };
         let mut shard = self.shard(id).lock();
