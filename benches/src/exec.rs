@@ -66,6 +66,9 @@ impl<T> Future for PoolHandle<T> {
 /// --pool-variants` measures.
 macro_rules! pool_exec {
     ($ty:ident, $name:literal, $configure:expr) => {
+        pool_exec!($ty, $name, $configure, pool::spawn);
+    };
+    ($ty:ident, $name:literal, $configure:expr, $spawn:expr) => {
         impl Exec for $ty {
             const NAME: &'static str = $name;
             type Handle<T: Send + 'static> = PoolHandle<T>;
@@ -84,7 +87,7 @@ macro_rules! pool_exec {
             fn spawn<T: Send + 'static>(
                 f: impl Future<Output = T> + Send + 'static,
             ) -> PoolHandle<T> {
-                PoolHandle(pool::spawn(f))
+                PoolHandle($spawn(f))
             }
 
             fn spawn_outside<T: Send + 'static>(
@@ -132,6 +135,23 @@ pool_exec!(PoolHist, "pool+hist", |b| b.poll_time_histogram(true));
 pub struct PoolConsole(pool::Pool);
 
 pool_exec!(PoolConsole, "pool+console", |b| b.console("127.0.0.1:0"));
+
+/// `pool` whose tasks are all spawned with a name (`task::Builder`): the
+/// cost of a name (its copy, and its entry in the pool's names from the
+/// spawn to the task's end).
+pub struct PoolNamed(pool::Pool);
+
+/// A spawn of `f` with a name, as `PoolNamed` spawns.
+fn spawn_named<T: Send + 'static>(
+    f: impl Future<Output = T> + Send + 'static,
+) -> pool::JoinHandle<T> {
+    pool::task::Builder::new()
+        .name("bench-task")
+        .spawn(f)
+        .expect("a named spawn")
+}
+
+pool_exec!(PoolNamed, "pool+named", |b| b, spawn_named);
 
 /// tokio's multi-thread runtime.
 pub struct Tokio(tokio::runtime::Runtime);

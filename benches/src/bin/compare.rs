@@ -8,14 +8,16 @@
 //!     [--quick] [--json PATH] [--svg PATH] [--scale] [--pool-variants]
 //! ```
 //!
-//! `--pool-variants` adds four rows to most workloads: `pool+trace` (the
+//! `--pool-variants` adds five rows to most workloads: `pool+trace` (the
 //! timeline recorded, `Builder::trace`), `pool+stall` (a stall handler
 //! set, `Builder::on_stall`), `pool+hist` (every poll timed,
-//! `Builder::poll_time_histogram`) and `pool+console` (tokio-console
-//! served, `Builder::console`), for the cost of seeing inside.
+//! `Builder::poll_time_histogram`), `pool+console` (tokio-console
+//! served, `Builder::console`) and `pool+named` (every task spawned with a
+//! name, `task::Builder::name`), for the cost of seeing inside.
 
 use benches::exec::{
-    AsyncExecutor, Exec, Local, Pool, PoolConsole, PoolHist, PoolStall, PoolTraced, Tokio,
+    AsyncExecutor, Exec, Local, Pool, PoolConsole, PoolHist, PoolNamed, PoolStall, PoolTraced,
+    Tokio,
 };
 use benches::workloads as w;
 use benches::{median, percentile, process_cpu_time};
@@ -689,9 +691,10 @@ fn contenders(name: &'static str, workers: usize) -> Vec<Contender> {
 }
 
 /// `--pool-variants`: pool traced (`Builder::trace`), with a stall
-/// handler (`Builder::on_stall`) and timing its polls
-/// (`Builder::poll_time_histogram`), beside the plain pool, for the cost
-/// goals of seeing inside.
+/// handler (`Builder::on_stall`), timing its polls
+/// (`Builder::poll_time_histogram`), serving the console and naming every
+/// task (`task::Builder::name`), beside the plain pool, for the cost goals
+/// of seeing inside.
 fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
     // `each!(|E| sample)`: the sample taken on each variant, as `E`.
     macro_rules! each {
@@ -722,6 +725,13 @@ fn pool_variants(name: &'static str, workers: usize) -> Vec<Contender> {
                     PoolConsole::NAME,
                     Box::new(move || {
                         type $e = PoolConsole;
+                        $sample
+                    }),
+                ),
+                (
+                    PoolNamed::NAME,
+                    Box::new(move || {
+                        type $e = PoolNamed;
                         $sample
                     }),
                 ),
