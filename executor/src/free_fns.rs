@@ -34,7 +34,16 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let at = std::panic::Location::caller();
+    spawn_at(future, Location::caller())
+}
+
+/// `spawn`, as if called at `at`: where a task that pool spawns for the
+/// user was asked for (a `pool::hyper::serve` call for its connections).
+pub(crate) fn spawn_at<F>(future: F, at: &'static Location<'static>) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     crate::context::current::with_current_worker(|registry, worker| {
         registry.spawn_on(future, at, worker)
     })

@@ -371,3 +371,31 @@ fn a_panicking_handler_closes_its_connection_and_the_server_goes_on() {
         });
     });
 }
+
+/// A connection's task was spawned by pool, for the user: its spawn site
+/// (in the dump, a stall report, the console) is the user's `serve` call,
+/// not a line inside pool.
+#[test]
+fn a_connection_task_is_spawned_at_the_serve_call() {
+    watchdog("serve: the spawn site", 30, || {
+        pool().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            // The handler says where its own task (the connection's) was spawned.
+            let service = tower::service_fn(|_: Request<Incoming>| async move {
+                let id = pool::task_id().expect("a handler runs in a task");
+                let tasks = pool::Handle::current().tasks();
+                let me = tasks.iter().find(|t| t.id == id).expect("listed");
+                Ok::<_, Infallible>(text(me.spawned_at.to_string()))
+            });
+            let serve_line = line!() + 1;
+            let _server = pool::spawn(pool::hyper::serve(listener, service));
+            let (status, body) = get(&client(false), &format!("http://{addr}/")).await;
+            assert_eq!(status, StatusCode::OK);
+            assert!(
+                body.ends_with(&format!("hyper_serve.rs:{serve_line}:39")),
+                "the connection's task was spawned at {body}"
+            );
+        });
+    });
+}

@@ -34,7 +34,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::panic::AssertUnwindSafe;
+use std::panic::{AssertUnwindSafe, Location};
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -144,6 +144,7 @@ where
 /// let listener = pool::net::TcpListener::bind("127.0.0.1:3000").await?;
 /// pool::hyper::serve(listener, app).await?;
 /// ```
+#[track_caller]
 pub fn serve<L, S, M>(listener: L, service: S) -> Serve<L, S::Service>
 where
     L: Listener,
@@ -155,6 +156,7 @@ where
             service: service.into_hyper_service(),
             nodelay: true,
             shutdown: None,
+            at: Location::caller(),
         }),
     }
 }
@@ -180,6 +182,10 @@ struct Setup<L, S> {
     service: S,
     nodelay: bool,
     shutdown: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Where the user called `serve`: the spawn site of its connections'
+    /// tasks (the dump and a stall report name the user's line, not
+    /// pool's).
+    at: &'static Location<'static>,
 }
 
 impl<L, S> fmt::Debug for Serve<L, S> {
@@ -288,6 +294,7 @@ where
         service,
         nodelay,
         shutdown,
+        at,
     } = setup;
     let mut builder = auto::Builder::new(Executor::new());
     builder.http1().timer(Timer::new());
@@ -367,19 +374,22 @@ where
                 let _ = conn.await;
             }
         };
-        drop(crate::free_fns::spawn(async move {
-            // A handler's panic closes its connection (the client sees it
-            // closed with no reply): say so, in pool's words, with what to
-            // do when it is tokio code that found no tokio runtime
-            // (`JoinError`'s message). The panic hook has already printed
-            // where it panicked.
-            if let Err(payload) = AssertUnwindSafe(connection).catch_unwind().await {
-                eprintln!(
-                    "pool::hyper::serve: closed a connection whose {}",
-                    crate::task::error::JoinError::panic(payload)
-                );
-            }
-        }));
+        drop(crate::free_fns::spawn_at(
+            async move {
+                // A handler's panic closes its connection (the client sees it
+                // closed with no reply): say so, in pool's words, with what to
+                // do when it is tokio code that found no tokio runtime
+                // (`JoinError`'s message). The panic hook has already printed
+                // where it panicked.
+                if let Err(payload) = AssertUnwindSafe(connection).catch_unwind().await {
+                    eprintln!(
+                        "pool::hyper::serve: closed a connection whose {}",
+                        crate::task::error::JoinError::panic(payload)
+                    );
+                }
+            },
+            at,
+        ));
     }
 
     // Stop accepting, then tell every connection and wait for them all.
