@@ -139,7 +139,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         .collect();
     let now = registry.clock().now();
     let mut tasks = Vec::new();
-    registry.tasks().for_each_live(|header| {
+    registry.tasks().for_each_live(|header, name| {
         if !header.is_live_task() {
             return;
         }
@@ -151,7 +151,7 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
         };
         tasks.push(TaskInfo {
             id: header.id(),
-            name: header.name().map(|n| n.to_string()),
+            name: name.map(|n| n.to_string()),
             spawned_at: header.spawned_at(),
             state,
             polls: polls.into(),

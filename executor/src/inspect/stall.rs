@@ -56,9 +56,9 @@ fn spawn_site(
     task: TaskId,
 ) -> Option<(&'static Location<'static>, Option<String>)> {
     let mut found = None;
-    registry.tasks().for_each_live(|header| {
+    registry.tasks().for_each_live(|header, name| {
         if header.id() == task && header.is_live_task() {
-            found = Some((header.spawned_at(), header.name().map(|n| n.to_string())));
+            found = Some((header.spawned_at(), name.map(|n| n.to_string())));
         }
     });
     found

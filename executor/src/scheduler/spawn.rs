@@ -295,24 +295,23 @@ impl Registry {
             cancel(runnable);
             return handle;
         }
+        // With its entry, before the first schedule: a panic's error and
+        // the dump find the name (`task/names.rs`).
+        let name: Option<Arc<str>> = name.map(Arc::from);
+        #[cfg(feature = "console")]
+        let console_name = name.clone();
         match self
             .tasks()
-            .insert(shard_hint, waker, kind == TaskKind::Local)
+            .insert(shard_hint, waker, kind == TaskKind::Local, name)
         {
             Some(slot) => {
                 runnable.metadata().set_slot(slot);
-                // Before the first schedule: every poll, a panic's error
-                // and the dump find the name (`task/names.rs`).
-                let name: Option<Arc<str>> = name.map(Arc::from);
-                if let Some(name) = &name {
-                    self.tasks().names(slot).insert(id, Arc::clone(name));
-                }
                 // Before the first schedule: every poll finds the task.
                 #[cfg(feature = "console")]
                 if let Some(console) = self.console() {
                     console
                         .table()
-                        .spawned(id, at, kind, name, runnable.waker());
+                        .spawned(id, at, kind, console_name, runnable.waker());
                 }
                 if kind == TaskKind::Local {
                     // Counted until its future drops (`Schedule::release`).

@@ -14,8 +14,8 @@
 //!   (`TaskOutput`) and a panic payload are each dropped under
 //!   `catch_unwind`, and a panic there is caught and dropped in turn.
 //! * When the future is dropped the task leaves its pool's registry of live
-//!   tasks (`Registration`, through `Schedule::release`), and its name, if
-//!   it has one, leaves the pool's names (`names.rs`).
+//!   tasks (`Registration`, through `Schedule::release`), its name, if it
+//!   has one, with its entry (`names.rs`).
 //! * A task is never polled once that registry is closed (shutdown took its
 //!   wakers): its poll cancels it instead (`OwnedTasks::is_closed`).
 
@@ -130,7 +130,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
 
 /// The error of `header`'s task, which panicked with `payload`: it names
 /// the task if it has a name (read before its future's `Registration`
-/// drops, which forgets it).
+/// drops, which frees its entry and its name).
 fn panicked(header: &TaskHeader, payload: Box<dyn Any + Send>) -> JoinError {
     JoinError::panic_of(payload, header.name())
 }
@@ -178,11 +178,6 @@ struct Registration<'a> {
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
         let header = self.header;
-        if header.is_named() {
-            if let Some(slot) = header.slot() {
-                header.owner().live_tasks().names(slot).remove(header.id());
-            }
-        }
         header.owner().release(
             header,
             header.slot(),

@@ -266,11 +266,11 @@ impl TaskHeader {
 
     /// The task's name, if it has one (a lookup in its pool's names: for a
     /// report, a dump or a panic, not for a poll).
-    pub(crate) fn name(&self) -> Option<std::sync::Arc<str>> {
+    pub(crate) fn name(&self) -> Option<Arc<str>> {
         if !self.is_named() {
             return None;
         }
-        self.owner().live_tasks().names(self.slot()?).get(self.id())
+        self.owner().live_tasks().name(self.slot()?)
     }
 
     /// True for a live task of the workers: not finished, not a blocking
@@ -393,10 +393,10 @@ unsafe fn header_of(waker: &Waker) -> &TaskHeader {
 /// inherent method of `OwnedTasks` kept here, beside `header_of`, so that
 /// the registry needs to know nothing of the header.)
 impl OwnedTasks {
-    /// Call `f` with the header of every registered task, one shard's lock
-    /// at a time (the dump).
-    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader)) {
-        self.for_each_live_in(None, |header, _| f(header));
+    /// Call `f` with the header of every registered task and its name, if
+    /// it has one, one shard's lock at a time (the dump).
+    pub(crate) fn for_each_live(&self, mut f: impl FnMut(&TaskHeader, Option<&Arc<str>>)) {
+        self.for_each_live_in(None, |header, _, name| f(header, name));
     }
 
     /// Abort every live `spawn_local` task registered in `shard` (a
@@ -404,7 +404,7 @@ impl OwnedTasks {
     /// woken outside the shard's lock.
     pub(crate) fn abort_local_tasks_in(&self, shard: usize) -> Vec<Waker> {
         let mut wakers = Vec::new();
-        self.for_each_live_in(Some(shard), |header, waker| {
+        self.for_each_live_in(Some(shard), |header, waker, _| {
             if header.is_local() && !header.is_done() {
                 header.abort();
                 wakers.push(waker.clone());
@@ -413,14 +413,19 @@ impl OwnedTasks {
         wakers
     }
 
-    /// `for_each_live` over one shard, or all (`None`), with each waker.
-    fn for_each_live_in(&self, shard: Option<usize>, mut f: impl FnMut(&TaskHeader, &Waker)) {
-        self.for_each_waker_in(shard, |waker| {
+    /// `for_each_live` over one shard, or all (`None`), with each waker and
+    /// name.
+    fn for_each_live_in(
+        &self,
+        shard: Option<usize>,
+        mut f: impl FnMut(&TaskHeader, &Waker, Option<&Arc<str>>),
+    ) {
+        self.for_each_waker_in(shard, |waker, name| {
             // SAFETY: every registered waker was made by `register_waker`
             // before `insert` (`Registry::spawn_raw`), and the registry's
             // entry, held under its shard's lock while `f` runs, keeps it and
             // its task alive while `f` reads the header.
-            f(unsafe { header_of(waker) }, waker);
+            f(unsafe { header_of(waker) }, waker, name);
         });
     }
 }

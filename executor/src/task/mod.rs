@@ -43,7 +43,7 @@
 // | `waker.rs` | `TaskWaker`: a task's waker in one word, as the table of live tasks keeps it |
 // | `coarse_clock.rs` | the coarse clock of task ages |
 // | `owned.rs` | `OwnedTasks`: the sharded table of live tasks |
-// | `names.rs` | `TaskNames`: the names of a shard's named tasks |
+// | `names.rs` | `TaskNames`: the names of a shard's named tasks, kept with its entries |
 // | `share.rs` | `TaskShares`: the count that keeps a pool alive for its tasks' headers |
 // | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
 //

@@ -51,6 +51,7 @@ use crossbeam_utils::CachePadded;
 use std::mem::ManuallyDrop;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::Waker;
 
 /// A shard's entry, one word: a registered task's `TaskWaker` (whose word has
@@ -133,6 +134,8 @@ struct Shard {
     pages: Vec<Vec<Entry>>,
     free_head: usize,
     closed: bool,
+    /// The names of the named tasks registered here (`names.rs`).
+    names: TaskNames,
 }
 
 impl Shard {
@@ -184,16 +187,20 @@ impl Shard {
         self.pages.iter().flatten()
     }
 
-    /// Put `key` on the free list; returns its entry (the waker), to be
-    /// dropped once the lock is released.
-    fn free(&mut self, key: usize) -> Entry {
+    /// Put `key` on the free list, and its name, if any, out of the names;
+    /// returns its entry (the waker) and name, to be dropped once the lock
+    /// is released.
+    fn free(&mut self, key: usize) -> Freed {
         let free_head = self.free_head;
         let old = std::mem::replace(self.entry(key), Entry::vacant(free_head));
         debug_assert!(old.next_free().is_none(), "task removed twice");
         self.free_head = key;
-        old
+        (old, self.names.remove(key))
     }
 }
+
+/// A freed entry and the name its task had, dropped outside the lock.
+type Freed = (Entry, Option<Arc<str>>);
 
 /// Where a task's waker is kept: its shard and its key in that shard. A task
 /// header keeps it packed in 32 bits (`OwnedTasks::pack`).
@@ -210,8 +217,6 @@ pub(crate) struct Slot {
 struct ShardCell {
     entries: CachePadded<Mutex<Shard>>,
     handed_back: CachePadded<HandedBack>,
-    /// The names of the named tasks registered here (`names.rs`).
-    names: TaskNames,
 }
 
 /// Keys of a shard's finished tasks that other threads removed
@@ -229,7 +234,7 @@ impl ShardCell {
     /// Free the keys handed back to this shard, whose entries lock the
     /// caller holds as `shard`; returns their old entries, to be dropped
     /// once that lock is released.
-    fn reclaim(&self, shard: &mut Shard) -> Vec<Entry> {
+    fn reclaim(&self, shard: &mut Shard) -> Vec<Freed> {
         if !self.handed_back.pending.load(Ordering::Relaxed) {
             return Vec::new();
         }
@@ -287,25 +292,30 @@ impl OwnedTasks {
                         pages: Vec::new(),
                         free_head: NONE,
                         closed: false,
+                        names: TaskNames::default(),
                     })),
                     handed_back: CachePadded::default(),
-                    names: TaskNames::default(),
                 })
                 .collect(),
             closed: AtomicBool::new(false),
         }
     }
 
-    /// The names of the named tasks registered in `slot`'s shard.
-    pub(crate) fn names(&self, slot: Slot) -> &TaskNames {
-        &self.shards[slot.shard].names
+    /// The name of the task registered in `slot`, if it has one (a lock of
+    /// its shard: for a panic's error, not for a poll).
+    pub(crate) fn name(&self, slot: Slot) -> Option<Arc<str>> {
+        let shard = self.shards[slot.shard].entries.lock();
+        shard.names.get(slot.key).cloned()
     }
 
     /// The names held in every shard (the tests' check that a task's name
     /// goes with it).
     #[cfg(test)]
     pub(crate) fn names_held(&self) -> usize {
-        self.shards.iter().map(|s| s.names.len()).sum()
+        self.shards
+            .iter()
+            .map(|s| s.entries.lock().names.len())
+            .sum()
     }
 
     /// True once shutdown has closed the registry and taken its wakers
@@ -343,7 +353,13 @@ impl OwnedTasks {
     /// or, if that one is full and the task is not `pinned` to it, in the
     /// next shard with room. `None` once the registry is closed (the pool is
     /// shutting down), or if no shard it may use has room.
-    pub(crate) fn insert(&self, hint: usize, waker: TaskWaker, pinned: bool) -> Option<Slot> {
+    pub(crate) fn insert(
+        &self,
+        hint: usize,
+        waker: TaskWaker,
+        pinned: bool,
+        name: Option<Arc<str>>,
+    ) -> Option<Slot> {
         let first = self.shard_of(hint);
         let tries = if pinned { 1 } else { self.shards.len() };
         for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
@@ -357,6 +373,9 @@ impl OwnedTasks {
                 // drop once the lock is released (an empty batch built and
                 // dropped here cost 16 instructions a spawn, callgrind).
                 let key = shard.insert(waker);
+                if let Some(name) = name {
+                    shard.names.insert(key, name);
+                }
                 return Some(Slot {
                     shard: shard_index,
                     key,
@@ -369,6 +388,9 @@ impl OwnedTasks {
                 continue;
             }
             let key = shard.insert(waker);
+            if let Some(name) = name {
+                shard.names.insert(key, name);
+            }
             drop(shard);
             drop(reclaimed); // the finished tasks' wakers, outside the lock
             return Some(Slot {
@@ -479,15 +501,23 @@ impl OwnedTasks {
     /// at a time: the entry, held under the lock, keeps the waker and its
     /// task alive while `f` runs (`TaskHeader::for_each_live` reads the
     /// headers through them).
-    pub(super) fn for_each_waker_in(&self, only: Option<usize>, mut f: impl FnMut(&Waker)) {
+    /// With each waker, the task's name if it has one (the dump's).
+    pub(super) fn for_each_waker_in(
+        &self,
+        only: Option<usize>,
+        mut f: impl FnMut(&Waker, Option<&Arc<str>>),
+    ) {
         let shards = match only {
             Some(i) => &self.shards[i..=i],
             None => &self.shards[..],
         };
         for cell in shards {
             let shard = cell.entries.lock();
-            for waker in shard.entries().filter_map(Entry::waker) {
-                waker.with(&mut f);
+            for (key, entry) in shard.entries().enumerate() {
+                if let Some(waker) = entry.waker() {
+                    let name = shard.names.get(key);
+                    waker.with(|w| f(w, name));
+                }
             }
         }
     }
@@ -503,6 +533,7 @@ impl OwnedTasks {
             // Their entries are drained below with the rest.
             cell.handed_back.keys.lock().clear();
             shard.free_head = NONE;
+            shard.names.clear();
             wakers.extend(
                 shard
                     .pages
@@ -542,7 +573,7 @@ mod tests {
         (0..n)
             .map(|_| {
                 tasks
-                    .insert(hint, TaskWaker::boxed(waker.clone()), false)
+                    .insert(hint, TaskWaker::boxed(waker.clone()), false, None)
                     .unwrap()
             })
             .collect()
@@ -551,7 +582,7 @@ mod tests {
     /// The registered entries.
     fn registered(tasks: &OwnedTasks) -> usize {
         let mut seen = 0;
-        tasks.for_each_waker_in(None, |_| seen += 1);
+        tasks.for_each_waker_in(None, |_, _| seen += 1);
         seen
     }
 
@@ -571,16 +602,16 @@ mod tests {
         let tasks = OwnedTasks::new(3);
         assert_eq!(tasks.shards.len(), 4);
         let a = tasks
-            .insert(1, TaskWaker::boxed(waker.clone()), false)
+            .insert(1, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         let b = tasks
-            .insert(5, TaskWaker::boxed(waker.clone()), false)
+            .insert(5, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!(a.shard, 1);
         assert_eq!(b.shard, 1, "hint is taken modulo the shard count");
         tasks.remove(a);
         let c = tasks
-            .insert(1, TaskWaker::boxed(waker.clone()), false)
+            .insert(1, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!(c, a, "a freed key is reused");
         tasks.wake(c);
@@ -589,7 +620,7 @@ mod tests {
         assert_eq!(live.len(), 2);
         assert!(
             tasks
-                .insert(0, TaskWaker::boxed(waker.clone()), false)
+                .insert(0, TaskWaker::boxed(waker.clone()), false, None)
                 .is_none(),
             "closed registry"
         );
@@ -612,7 +643,7 @@ mod tests {
         assert!(tasks.waker(slots[PAGE]).is_none(), "removed");
         assert_eq!(registered(&tasks), 2 * PAGE);
         let again = tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!(
             again,
@@ -628,7 +659,7 @@ mod tests {
         let tasks = OwnedTasks::new(2);
         let slots = fill(&tasks, 0, &waker, 3);
         let spare = tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         tasks.remove(spare); // on the free list at once
         assert_eq!(
@@ -643,13 +674,13 @@ mod tests {
         // The free list still has `spare`: this insert takes it and leaves
         // the handed-back keys alone.
         let a = tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!(a, spare);
         assert_eq!(Arc::strong_count(&counter), 6);
         // No free key left: this insert frees the three and reuses one.
         let b = tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert!(slots.contains(&b), "{b:?} reuses a handed-back key");
         assert_eq!(
@@ -706,7 +737,7 @@ mod tests {
         let tasks = OwnedTasks::new(1);
         let mut batch = fill(&tasks, 0, &waker, 4);
         let live = tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         tasks.remove_many(&mut batch);
         // Their futures are gone, but the entries wait for a reclaim: the
@@ -717,7 +748,7 @@ mod tests {
         tasks.reclaim(0);
         tasks.remove(live);
         assert!(tasks
-            .insert(0, TaskWaker::boxed(waker.clone()), false)
+            .insert(0, TaskWaker::boxed(waker.clone()), false, None)
             .is_none());
         assert_eq!(Arc::strong_count(&counter), 2);
     }
@@ -755,35 +786,35 @@ mod tests {
         let (_counter, waker) = counting_waker();
         let tasks = OwnedTasks::with_max_keys(4, 2);
         let a = tasks
-            .insert(3, TaskWaker::boxed(waker.clone()), true)
+            .insert(3, TaskWaker::boxed(waker.clone()), true, None)
             .unwrap();
         let b = tasks
-            .insert(3, TaskWaker::boxed(waker.clone()), false)
+            .insert(3, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!((a.shard, b.shard), (3, 3));
         assert!(
             tasks
-                .insert(3, TaskWaker::boxed(waker.clone()), true)
+                .insert(3, TaskWaker::boxed(waker.clone()), true, None)
                 .is_none(),
             "pinned: refused"
         );
         let c = tasks
-            .insert(3, TaskWaker::boxed(waker.clone()), false)
+            .insert(3, TaskWaker::boxed(waker.clone()), false, None)
             .unwrap();
         assert_eq!(c.shard, 0, "the next shard, wrapping around");
         tasks.remove(a);
         let d = tasks
-            .insert(3, TaskWaker::boxed(waker.clone()), true)
+            .insert(3, TaskWaker::boxed(waker.clone()), true, None)
             .unwrap();
         assert_eq!(d, a, "a full shard still reuses a freed key");
         for _ in 0..5 {
             tasks
-                .insert(1, TaskWaker::boxed(waker.clone()), false)
+                .insert(1, TaskWaker::boxed(waker.clone()), false, None)
                 .unwrap();
         }
         assert!(
             tasks
-                .insert(2, TaskWaker::boxed(waker.clone()), false)
+                .insert(2, TaskWaker::boxed(waker.clone()), false, None)
                 .is_none(),
             "all full"
         );
