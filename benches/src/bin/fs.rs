@@ -25,6 +25,12 @@
 //! cache (the machine has the memory): these measure the engines, not the
 //! device, except `write1g`'s `sync_all`. `--quick` (CI's smoke run) shrinks
 //! every size by 16.
+//!
+//! It prints the CPU and the device behind its directory (a device's speed
+//! is not a runtime's), and, after the medians, every figure whose
+//! repetitions fell into two speeds (a gap of 1.5x or more between two
+//! sorted runs) as two figures: how many runs at each, and each mode's
+//! median. Take `--reps 10` or more to see how often a slow mode comes.
 
 use benches::median;
 use futures_lite::AsyncWriteExt as _;
@@ -465,6 +471,14 @@ fn main() {
         reps,
         if quick { ", --quick sizes" } else { "" }
     );
+    // What the figures depend on besides the runtimes: a device's speed
+    // is not a runtime's (BENCHMARKS gives the table per machine).
+    println!("CPU: {}", cpu_model());
+    println!(
+        "directory: {} on {}",
+        files.dir.display(),
+        device_of(&files.dir)
+    );
     let mut samples = std::collections::HashMap::<(String, &str), Vec<f64>>::new();
     for rep in 0..reps {
         for w in &only {
@@ -503,4 +517,118 @@ fn main() {
         "\ntokio/pool: tokio's time over pool's (above 1: pool is faster); for storm, the \
          ticker's worst lateness (lower is better)."
     );
+    // A median hides a figure with two speeds (a device's write-back
+    // throttling, say): show each mode that the repetitions fell into.
+    let mut two_modes = Vec::new();
+    for w in &only {
+        for r in RUNTIMES {
+            if let Some((fast, slow)) = modes(&samples[&(w.clone(), *r)]) {
+                two_modes.push(format!(
+                    "  {w} {r}: {} of {} runs at {:.2} ms, {} at {:.2} ms (medians of each mode)",
+                    fast.len(),
+                    fast.len() + slow.len(),
+                    median(&mut fast.clone()),
+                    slow.len(),
+                    median(&mut slow.clone()),
+                ));
+            }
+        }
+    }
+    if two_modes.is_empty() {
+        println!("no figure fell into two speeds (a gap of {MODE_GAP}x or more between runs)");
+    } else {
+        println!("figures with two speeds (a gap of {MODE_GAP}x or more between runs):");
+        for line in two_modes {
+            println!("{line}");
+        }
+    }
+}
+
+/// Two sorted runs this far apart are two speeds, not noise: write1g's
+/// two modes on one machine were 0.8-0.9 s and 1.9-2.4 s.
+const MODE_GAP: f64 = 1.5;
+
+/// The samples split in two at their widest gap between neighbours, if
+/// that gap is `MODE_GAP` or more: (the fast runs, the slow ones).
+fn modes(samples: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let (at, gap) = sorted
+        .windows(2)
+        .enumerate()
+        .map(|(i, pair)| (i + 1, pair[1] / pair[0].max(f64::MIN_POSITIVE)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if gap < MODE_GAP {
+        return None;
+    }
+    let slow = sorted.split_off(at);
+    Some((sorted, slow))
+}
+
+/// The CPU's model name (`/proc/cpuinfo`).
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The file system and block device that hold `dir`, in words: its type
+/// (`/proc/self/mountinfo`), the device and its disk, whether the kernel
+/// calls it rotational, and its I/O scheduler (`/sys/dev/block`).
+fn device_of(dir: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return "an unreadable directory".to_string();
+    };
+    let dev = meta.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let numbers = format!("{major}:{minor}");
+    let fs_type = std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                let mut fields = l.split(' ');
+                (fields.nth(2) == Some(numbers.as_str()))
+                    .then(|| l.split(" - ").nth(1)?.split(' ').next().map(str::to_string))
+                    .flatten()
+            })
+        })
+        .unwrap_or_else(|| "an unknown file system".to_string());
+    let Ok(link) = std::fs::read_link(format!("/sys/dev/block/{numbers}")) else {
+        return format!("{fs_type} (device {numbers}, not a block device)");
+    };
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let device = name(&link).unwrap_or_default();
+    // A partition's link ends in `disk/partition`.
+    let disk = link
+        .parent()
+        .and_then(name)
+        .filter(|d| Path::new("/sys/block").join(d).exists())
+        .unwrap_or_else(|| device.clone());
+    let queue = |f: &str| {
+        std::fs::read_to_string(format!("/sys/block/{disk}/queue/{f}"))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let model = std::fs::read_to_string(format!("/sys/block/{disk}/device/model"))
+        .map(|m| format!(", model {}", m.trim()))
+        .unwrap_or_default();
+    let rotational = match queue("rotational").as_str() {
+        "0" => "not rotational",
+        "1" => "rotational (or a virtual disk that says so)",
+        _ => "rotational: unknown",
+    };
+    // The scheduler in use is the bracketed one: `none [mq-deadline] kyber`.
+    let schedulers = queue("scheduler");
+    let scheduler = schedulers
+        .split_once('[')
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map_or(schedulers.as_str(), |(used, _)| used);
+    format!("{fs_type} on /dev/{device} (disk {disk}{model}, {rotational}, scheduler {scheduler})")
 }
