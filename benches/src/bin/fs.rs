@@ -12,7 +12,7 @@
 //! | `walk` | `read_dir` of 10 000 files and each entry's `metadata` | ms per walk |
 //! | `pread32` | a 256 MiB file read in 128 KiB positional reads, 32 in flight | ms (GiB/s) |
 //! | `random4k` | 4 096 reads of 4 KiB at random offsets of that file, one at a time | us per read |
-//! | `write1g` | 1 GiB written in 1 MiB writes, then `sync_all` | ms (GiB/s) |
+//! | `write1g` | 1 GiB written over a file of that size in 1 MiB writes, then `sync_all` | ms (GiB/s) |
 //! | `meta` | 2 000 `fs::metadata` of one file, one after another | us per call |
 //! | `burst` | 2 000 tasks each calling `fs::metadata` at once | ms per burst |
 //! | `storm` | 64 tasks reading files and metadata for 1 s beside a 1 ms ticker | the ticker's worst lateness, ms |
@@ -88,6 +88,21 @@ struct Files {
 }
 
 impl Files {
+    /// The file write1g overwrites: made (untimed) with `bytes` bytes if
+    /// it is not there yet, or has another size.
+    fn prepare_out(&self, bytes: usize) {
+        use std::io::Write as _;
+        if std::fs::metadata(&self.out).is_ok_and(|m| m.len() == bytes as u64) {
+            return;
+        }
+        let mut file = std::fs::File::create(&self.out).unwrap();
+        let chunk = vec![0u8; 1 << 20];
+        for _ in 0..bytes >> 20 {
+            file.write_all(&chunk).unwrap();
+        }
+        file.sync_all().unwrap();
+    }
+
     fn at(dir: &Path) -> Files {
         Files {
             dir: dir.to_path_buf(),
@@ -140,9 +155,16 @@ fn offsets(s: Sizes) -> Vec<u64> {
 /// service's handler runs.
 fn measure(runtime: &str, workload: &str, f: &Arc<Files>, s: Sizes) -> f64 {
     if workload == "write1g" {
-        // Each run writes a new file: truncating the last one's gigabyte
-        // (freeing its blocks) is not what is measured.
-        let _ = std::fs::remove_file(&f.out);
+        // Every run overwrites one file in place, made before the first
+        // (untimed): a new file's gigabyte would go into page cache pages
+        // the kernel allocates afresh, and on a VM with the balloon's free
+        // page reporting most free pages were handed back to the host, so
+        // the first touch of each costs a fault in the host: 2.2-2.6 s of
+        // the guest's kernel time copying into them
+        // (`copy_folio_from_iter_atomic`) where 0.3 s is usual, for any
+        // program (`dd` too), depending on which free pages it gets. That
+        // is write1g's slow mode, and it is the VM's, not an engine's.
+        f.prepare_out(s.write);
     }
     match runtime {
         "pool" | "pool-blocking" => {
@@ -256,7 +278,11 @@ async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             }
         }
         "write1g" => {
-            let mut file = pool::fs::File::create(&f.out).await.unwrap();
+            let mut file = pool::fs::OpenOptions::new()
+                .write(true)
+                .open(&f.out)
+                .await
+                .unwrap();
             let chunk = vec![3u8; 1 << 20];
             for _ in 0..s.write >> 20 {
                 file.write_all(&chunk).await.unwrap();
@@ -354,7 +380,11 @@ async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             }
         }
         "write1g" => {
-            let mut file = tokio::fs::File::create(&f.out).await.unwrap();
+            let mut file = tokio::fs::OpenOptions::new()
+                .write(true)
+                .open(&f.out)
+                .await
+                .unwrap();
             let chunk = vec![3u8; 1 << 20];
             for _ in 0..s.write >> 20 {
                 file.write_all(&chunk).await.unwrap();
@@ -424,7 +454,10 @@ fn std_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             }
         }
         "write1g" => {
-            let mut file = std::fs::File::create(&f.out).unwrap();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&f.out)
+                .unwrap();
             let chunk = vec![3u8; 1 << 20];
             for _ in 0..s.write >> 20 {
                 file.write_all(&chunk).unwrap();
@@ -522,14 +555,25 @@ fn main() {
     let mut two_modes = Vec::new();
     for w in &only {
         for r in RUNTIMES {
-            if let Some((fast, slow)) = modes(&samples[&(w.clone(), *r)]) {
+            let runs = &samples[&(w.clone(), *r)];
+            if let Some((fast, slow)) = modes(runs) {
+                // Which repetitions were slow: the same ones for every
+                // runtime point at the device, not at a runtime.
+                let slow_reps: Vec<String> = runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| slow.contains(v))
+                    .map(|(rep, _)| rep.to_string())
+                    .collect();
                 two_modes.push(format!(
-                    "  {w} {r}: {} of {} runs at {:.2} ms, {} at {:.2} ms (medians of each mode)",
+                    "  {w} {r}: {} of {} runs at {:.2} ms, {} at {:.2} ms (medians of each \
+                     mode; slow in repetition {})",
                     fast.len(),
                     fast.len() + slow.len(),
                     median(&mut fast.clone()),
                     slow.len(),
                     median(&mut slow.clone()),
+                    slow_reps.join(", "),
                 ));
             }
         }
