@@ -6,8 +6,8 @@
 use crate::context::pool_cells;
 use crate::handle::Handle;
 // Named apart from the pool's `Builder` (`builder.rs`), which it is not.
-use crate::task::builder::Builder as TaskBuilder;
 use crate::task::join_handle::JoinHandle;
+use crate::task::task_builder::Builder as TaskBuilder;
 use std::future::Future;
 use std::io;
 use std::panic::Location;
@@ -34,18 +34,23 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    spawn_at(future, Location::caller())
+    spawn_at(future, Location::caller(), None)
 }
 
-/// `spawn`, as if called at `at`: where a task that pool spawns for the
-/// user was asked for (a `pool::hyper::serve` call for its connections).
-pub(crate) fn spawn_at<F>(future: F, at: &'static Location<'static>) -> JoinHandle<F::Output>
+/// `spawn`, as if called at `at` (where a task that pool spawns for the
+/// user was asked for: a `pool::hyper::serve` call for its connections),
+/// named `name` if it has one (`task::Builder::spawn`).
+pub(crate) fn spawn_at<F>(
+    future: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     crate::context::current::with_current_worker(|registry, worker| {
-        registry.spawn_on(future, at, worker)
+        registry.spawn_on(future, at, name, worker)
     })
 }
 
@@ -97,7 +102,7 @@ where
 {
     let at = std::panic::Location::caller();
     match pool_cells::worker() {
-        Some(worker) => worker.registry().spawn_local(worker, future, at),
+        Some(worker) => worker.registry().spawn_local(worker, future, at, None),
         None => panic!("{}", OFF_WORKER),
     }
 }
@@ -167,7 +172,7 @@ where
     R: Send + 'static,
 {
     let at = std::panic::Location::caller();
-    crate::context::current::with_current(|registry| registry.spawn_blocking(f, at))
+    crate::context::current::with_current(|registry| registry.spawn_blocking(f, at, None))
 }
 
 /// Tell the pool that this worker thread is about to block in user code
@@ -303,10 +308,7 @@ impl<'a> TaskBuilder<'a> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let at = Location::caller();
-        Ok(crate::context::current::with_current_worker(
-            |registry, worker| registry.spawn_named_on(future, at, self.name, worker),
-        ))
+        Ok(spawn_at(future, Location::caller(), self.name))
     }
 
     /// Spawn a task onto `handle`'s pool, as [`Handle::spawn`].
@@ -329,9 +331,12 @@ impl<'a> TaskBuilder<'a> {
         F::Output: Send + 'static,
     {
         let registry = &handle.registry;
-        let worker =
-            pool_cells::worker().filter(|w| std::sync::Arc::ptr_eq(w.registry(), registry));
-        Ok(registry.spawn_named_on(future, Location::caller(), self.name, worker))
+        Ok(registry.spawn_on(
+            future,
+            Location::caller(),
+            self.name,
+            registry.local_worker(),
+        ))
     }
 
     /// Spawn a `!Send` future pinned to this worker thread, as
@@ -366,9 +371,7 @@ impl<'a> TaskBuilder<'a> {
     {
         let at = Location::caller();
         match pool_cells::worker() {
-            Some(worker) => Ok(worker
-                .registry()
-                .spawn_named_local(worker, future, at, self.name)),
+            Some(worker) => Ok(worker.registry().spawn_local(worker, future, at, self.name)),
             None => Err(io::Error::other(OFF_WORKER)),
         }
     }
@@ -397,7 +400,7 @@ impl<'a> TaskBuilder<'a> {
     {
         let at = Location::caller();
         Ok(crate::context::current::with_current(|registry| {
-            registry.spawn_named_blocking(f, at, self.name)
+            registry.spawn_blocking(f, at, self.name)
         }))
     }
 }
@@ -405,7 +408,7 @@ impl<'a> TaskBuilder<'a> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::pool::Pool;
-    use crate::task::builder::Builder;
+    use crate::task::task_builder::Builder;
 
     /// A named task's name leaves the pool with its registry entry:
     /// completed, panicked, aborted, or cancelled by the shutdown.

@@ -137,7 +137,7 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        self.registry.spawn_blocking(f, Location::caller())
+        self.registry.spawn_blocking(f, Location::caller(), None)
     }
 
     /// A snapshot of the pool's counters; see [`Pool::metrics`](crate::Pool::metrics).

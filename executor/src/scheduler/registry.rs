@@ -485,7 +485,7 @@ impl Registry {
 
     /// The current thread as a worker of this pool, if it is one.
     #[inline]
-    pub(super) fn local_worker(&self) -> Option<&WorkerThread> {
+    pub(crate) fn local_worker(&self) -> Option<&WorkerThread> {
         pool_cells::worker().filter(|w| std::ptr::eq(&**w.registry(), self))
     }
 

@@ -44,8 +44,11 @@ impl Registry {
     pub(crate) fn run_batched(self: &Arc<Self>, job: Job) {
         self.light_jobs().submit(job, |me| {
             let registry = Arc::clone(self);
-            let drainer =
-                self.spawn_blocking(move || registry.light_jobs().drain(me), Location::caller());
+            let drainer = self.spawn_blocking(
+                move || registry.light_jobs().drain(me),
+                Location::caller(),
+                None,
+            );
             drop(drainer); // detached
         });
     }
@@ -61,29 +64,15 @@ impl Registry {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_on(future, at, self.local_worker())
+        self.spawn_on(future, at, None, self.local_worker())
     }
 
-    /// `spawn`, from `local`, this thread's worker if it is one of this
-    /// pool's (as `context::with_current_worker` found it): the one lookup
-    /// of the current worker on a spawn's path.
+    /// `spawn`, named `name` if it has one (`task::Builder`), from `local`,
+    /// this thread's worker if it is one of this pool's (as
+    /// `context::with_current_worker` found it): the one lookup of the
+    /// current worker on a spawn's path.
     #[inline]
     pub(crate) fn spawn_on<F>(
-        self: &Arc<Self>,
-        future: F,
-        at: &'static Location<'static>,
-        local: Option<&WorkerThread>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.spawn_named_on(future, at, None, local)
-    }
-
-    /// `spawn_on`, with the task's name if it has one (`task::Builder`).
-    #[inline]
-    pub(crate) fn spawn_named_on<F>(
         self: &Arc<Self>,
         future: F,
         at: &'static Location<'static>,
@@ -110,22 +99,9 @@ impl Registry {
     }
 
     /// Spawn `future`, which need not be `Send`, pinned to `worker`, the
-    /// worker of this thread (`pool::spawn_local`).
+    /// worker of this thread (`pool::spawn_local`), named `name` if it has
+    /// one.
     pub(crate) fn spawn_local<F>(
-        self: &Arc<Self>,
-        worker: &WorkerThread,
-        future: F,
-        at: &'static Location<'static>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        self.spawn_named_local(worker, future, at, None)
-    }
-
-    /// `spawn_local`, with the task's name if it has one.
-    pub(crate) fn spawn_named_local<F>(
         self: &Arc<Self>,
         worker: &WorkerThread,
         future: F,
@@ -163,21 +139,8 @@ impl Registry {
         }
     }
 
-    /// Run `f` on this pool's blocking threads.
+    /// Run `f` on this pool's blocking threads, named `name` if it has one.
     pub(crate) fn spawn_blocking<F, R>(
-        self: &Arc<Self>,
-        f: F,
-        at: &'static Location<'static>,
-    ) -> JoinHandle<R>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        self.spawn_named_blocking(f, at, None)
-    }
-
-    /// `spawn_blocking`, with the closure's name if it has one.
-    pub(crate) fn spawn_named_blocking<F, R>(
         self: &Arc<Self>,
         f: F,
         at: &'static Location<'static>,
@@ -299,7 +262,7 @@ impl Registry {
         // the dump find the name (`task/names.rs`).
         let name: Option<Arc<str>> = name.map(Arc::from);
         #[cfg(feature = "console")]
-        let console_name = name.clone();
+        let console_name = name.clone().filter(|_| self.console().is_some());
         match self
             .tasks()
             .insert(shard_hint, waker, kind == TaskKind::Local, name)

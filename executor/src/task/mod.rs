@@ -36,7 +36,7 @@
 // | `future.rs` | `TaskFuture` (panics caught, aborts honoured), `TaskOutput`, `cancel` |
 // | `join_handle.rs` | `JoinHandle` |
 // | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
-// | `builder.rs` | `Builder`: a spawn's options (a name); its spawn methods are `free_fns.rs`'s |
+// | `task_builder.rs` | `Builder`: one task's spawn options (a name), not the pool's `Builder`; its methods are `free_fns.rs`'s |
 // | `error.rs` | `JoinError` |
 // | `id.rs` | `TaskId` and the per-thread blocks of ids |
 // | `site.rs` | spawn sites (a spawn call and its tasks' waker vtable) kept as 14-bit indexes into one process-wide table |
@@ -51,7 +51,6 @@
 // re-exports: the files of the floor do not import each other in a circle.
 
 pub(crate) mod abort_handle;
-pub(crate) mod builder;
 pub(crate) mod coarse_clock;
 pub(crate) mod error;
 pub(crate) mod future;
@@ -63,10 +62,11 @@ pub(crate) mod owned;
 pub(crate) mod schedule;
 pub(crate) mod share;
 pub(crate) mod site;
+pub(crate) mod task_builder;
 pub(crate) mod waker;
 
 pub use abort_handle::AbortHandle;
-pub use builder::Builder;
 pub use error::JoinError;
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
+pub use task_builder::Builder;

@@ -169,17 +169,22 @@ impl Shard {
         key
     }
 
-    /// Put `waker` in a free entry (the last freed first), or a new one;
-    /// returns its key.
-    fn insert(&mut self, waker: TaskWaker) -> usize {
-        if self.free_head == NONE {
-            return self.push(Entry::occupied(waker));
+    /// Put `waker` in a free entry (the last freed first), or a new one,
+    /// and its task's `name` if it has one; returns its key.
+    fn insert(&mut self, waker: TaskWaker, name: Option<Arc<str>>) -> usize {
+        let key = if self.free_head == NONE {
+            self.push(Entry::occupied(waker))
+        } else {
+            let key = self.free_head;
+            let old = std::mem::replace(self.entry(key), Entry::occupied(waker));
+            self.free_head = old
+                .next_free()
+                .expect("free list points at an occupied entry");
+            key
+        };
+        if let Some(name) = name {
+            self.names.insert(key, name);
         }
-        let key = self.free_head;
-        let old = std::mem::replace(self.entry(key), Entry::occupied(waker));
-        self.free_head = old
-            .next_free()
-            .expect("free list points at an occupied entry");
         key
     }
 
@@ -372,10 +377,7 @@ impl OwnedTasks {
                 // Most inserts: a free key, nothing to reclaim, nothing to
                 // drop once the lock is released (an empty batch built and
                 // dropped here cost 16 instructions a spawn, callgrind).
-                let key = shard.insert(waker);
-                if let Some(name) = name {
-                    shard.names.insert(key, name);
-                }
+                let key = shard.insert(waker, name);
                 return Some(Slot {
                     shard: shard_index,
                     key,
@@ -387,10 +389,7 @@ impl OwnedTasks {
                 drop(reclaimed);
                 continue;
             }
-            let key = shard.insert(waker);
-            if let Some(name) = name {
-                shard.names.insert(key, name);
-            }
+            let key = shard.insert(waker, name);
             drop(shard);
             drop(reclaimed); // the finished tasks' wakers, outside the lock
             return Some(Slot {

@@ -1,5 +1,6 @@
-//! `Builder`: what a spawn may be told besides its future (a name). Its
-//! methods belong to the public API's floor (`free_fns.rs`, beside the
+//! `task::Builder`: what one task's spawn may be told besides its future
+//! (a name); not the pool's `Builder` (`builder.rs`), which builds pools.
+//! Its methods belong to the public API's floor (`free_fns.rs`, beside the
 //! spawns they make): this floor only holds the options.
 
 /// A spawn with options: tokio's `task::Builder`, stable here. A name
