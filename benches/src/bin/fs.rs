@@ -12,7 +12,8 @@
 //! | `walk` | `read_dir` of 10 000 files and each entry's `metadata` | ms per walk |
 //! | `pread32` | a 256 MiB file read in 128 KiB positional reads, 32 in flight | ms (GiB/s) |
 //! | `random4k` | 4 096 reads of 4 KiB at random offsets of that file, one at a time | us per read |
-//! | `write1g` | 1 GiB written over a file of that size in 1 MiB writes, then `sync_all` | ms (GiB/s) |
+//! | `write1g` | 1 GiB written over a file of that size in 1 MiB writes, then `sync_all` | ms |
+//! | `write1g:writes` | the same run's writes alone (to the last write's end, before `sync_all`): the engine's part, where `sync_all` is the device's | ms |
 //! | `meta` | 2 000 `fs::metadata` of one file, one after another | us per call |
 //! | `burst` | 2 000 tasks each calling `fs::metadata` at once | ms per burst |
 //! | `storm` | 64 tasks reading files and metadata for 1 s beside a 1 ms ticker | the ticker's worst lateness, ms |
@@ -150,10 +151,29 @@ fn offsets(s: Sizes) -> Vec<u64> {
         .collect()
 }
 
-/// One measurement: wall milliseconds (for `storm`, the worst lateness).
-/// The async runtimes run the workload in a task on a worker, as a
-/// service's handler runs.
-fn measure(runtime: &str, workload: &str, f: &Arc<Files>, s: Sizes) -> f64 {
+/// One measurement: wall milliseconds (for `storm`, the worst lateness),
+/// and for `write1g` also the milliseconds its writes took before its
+/// `sync_all` (the `write1g:writes` row).
+struct Figure {
+    ms: f64,
+    writes_ms: Option<f64>,
+}
+
+impl From<f64> for Figure {
+    fn from(ms: f64) -> Figure {
+        Figure {
+            ms,
+            writes_ms: None,
+        }
+    }
+}
+
+/// The row of write1g's writes alone.
+const WRITES_ROW: &str = "write1g:writes";
+
+/// One measurement. The async runtimes run the workload in a task on a
+/// worker, as a service's handler runs.
+fn measure(runtime: &str, workload: &str, f: &Arc<Files>, s: Sizes) -> Figure {
     if workload == "write1g" {
         // Every run overwrites one file in place, made before the first
         // (untimed): a new file's gigabyte would go into page cache pages
@@ -218,7 +238,7 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
 
-async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> Figure {
     let t = Instant::now();
     match workload {
         "meta" => {
@@ -288,7 +308,12 @@ async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
                 file.write_all(&chunk).await.unwrap();
             }
             file.flush().await.unwrap();
+            let writes_ms = Some(ms(t));
             file.sync_all().await.unwrap();
+            return Figure {
+                ms: ms(t),
+                writes_ms,
+            };
         }
         "storm" => {
             let stop = Arc::new(AtomicBool::new(false));
@@ -309,14 +334,14 @@ async fn pool_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             for s in stormers {
                 s.await.unwrap();
             }
-            return worst.as_secs_f64() * 1e3;
+            return (worst.as_secs_f64() * 1e3).into();
         }
         _ => unreachable!(),
     }
-    ms(t)
+    ms(t).into()
 }
 
-async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> Figure {
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
     let t = Instant::now();
     match workload {
@@ -390,7 +415,12 @@ async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
                 file.write_all(&chunk).await.unwrap();
             }
             file.flush().await.unwrap();
+            let writes_ms = Some(ms(t));
             file.sync_all().await.unwrap();
+            return Figure {
+                ms: ms(t),
+                writes_ms,
+            };
         }
         "storm" => {
             let stop = Arc::new(AtomicBool::new(false));
@@ -411,14 +441,14 @@ async fn tokio_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             for s in stormers {
                 s.await.unwrap();
             }
-            return worst.as_secs_f64() * 1e3;
+            return (worst.as_secs_f64() * 1e3).into();
         }
         _ => unreachable!(),
     }
-    ms(t)
+    ms(t).into()
 }
 
-fn std_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
+fn std_workload(workload: &str, f: &Files, s: Sizes) -> Figure {
     use std::io::Write;
     let t = Instant::now();
     match workload {
@@ -462,12 +492,17 @@ fn std_workload(workload: &str, f: &Files, s: Sizes) -> f64 {
             for _ in 0..s.write >> 20 {
                 file.write_all(&chunk).unwrap();
             }
+            let writes_ms = Some(ms(t));
             file.sync_all().unwrap();
+            return Figure {
+                ms: ms(t),
+                writes_ms,
+            };
         }
-        "storm" => return f64::NAN, // no timers on a thread of std's
+        "storm" => return f64::NAN.into(), // no timers on a thread of std's
         _ => unreachable!(),
     }
-    ms(t)
+    ms(t).into()
 }
 
 fn main() {
@@ -519,13 +554,26 @@ fn main() {
             for k in 0..RUNTIMES.len() {
                 let r = RUNTIMES[(k + rep) % RUNTIMES.len()];
                 let v = measure(r, w, &files, s);
-                samples.entry((w.clone(), r)).or_default().push(v);
+                samples.entry((w.clone(), r)).or_default().push(v.ms);
+                if let Some(writes) = v.writes_ms {
+                    samples
+                        .entry((WRITES_ROW.to_string(), r))
+                        .or_default()
+                        .push(writes);
+                }
             }
         }
     }
     let _ = std::fs::remove_file(&files.out);
+    let rows: Vec<String> = only
+        .iter()
+        .flat_map(|w| {
+            let writes = (w == "write1g").then(|| WRITES_ROW.to_string());
+            std::iter::once(w.clone()).chain(writes)
+        })
+        .collect();
     println!(
-        "\n{:<10} {:>12} {:>14} {:>12} {:>12}   {:>10} {:>15} {:>10}",
+        "\n{:<14} {:>12} {:>14} {:>12} {:>12}   {:>10} {:>15} {:>10}",
         "workload",
         "pool",
         "pool-blocking",
@@ -535,12 +583,12 @@ fn main() {
         "tokio/blocking",
         "pool/std"
     );
-    for w in &only {
+    for w in &rows {
         let mut med = |r: &'static str| median(samples.get_mut(&(w.clone(), r)).unwrap());
         let (p, b, t, st) = (med("pool"), med("pool-blocking"), med("tokio"), med("std"));
         let unit = if w == "storm" { "ms late" } else { "ms" };
         println!(
-            "{w:<10} {p:>12.2} {b:>14.2} {t:>12.2} {st:>12.2}   {:>9.2}x {:>14.2}x {:>9.2}x  ({unit}, medians)",
+            "{w:<14} {p:>12.2} {b:>14.2} {t:>12.2} {st:>12.2}   {:>9.2}x {:>14.2}x {:>9.2}x  ({unit}, medians)",
             t / p,
             t / b,
             p / st
@@ -553,7 +601,7 @@ fn main() {
     // A median hides a figure with two speeds (a device's write-back
     // throttling, say): show each mode that the repetitions fell into.
     let mut two_modes = Vec::new();
-    for w in &only {
+    for w in &rows {
         for r in RUNTIMES {
             let runs = &samples[&(w.clone(), *r)];
             if let Some((fast, slow)) = modes(runs) {
@@ -595,7 +643,8 @@ const MODE_GAP: f64 = 1.5;
 /// The samples split in two at their widest gap between neighbours, if
 /// that gap is `MODE_GAP` or more: (the fast runs, the slow ones).
 fn modes(samples: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
-    let mut sorted = samples.to_vec();
+    // std has no storm figure (NaN): no speeds at all.
+    let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| !v.is_nan()).collect();
     sorted.sort_by(f64::total_cmp);
     let (at, gap) = sorted
         .windows(2)
