@@ -10,6 +10,7 @@ use futures::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use futures::StreamExt;
 use pool::fs::{self, File, FsEngine, OpenOptions};
 use std::io::{self, ErrorKind, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -350,6 +351,86 @@ fn a_written_and_flushed_file_is_on_disk_and_reads_back_at_its_cursor() {
             assert_eq!(std::fs::read(&path).unwrap(), b"abc");
             let back = File::from_std(std_file);
             assert!(format!("{back:?}").starts_with("File"));
+        })
+    });
+}
+
+#[test]
+fn a_write_is_taken_while_the_one_before_it_is_still_in_the_kernel() {
+    let dir = TempDir::new("behind");
+    watchdog("cursor writes behind a blocked one", 30, move || {
+        let fifo = dir.join("fifo");
+        mkfifo(&fifo);
+        // The reader's end, opened first (without blocking) so that the
+        // writer's open does not wait; nobody reads it yet.
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let p = pool(2);
+        let (first, second) = p.block_on(async {
+            let mut f = OpenOptions::new().write(true).open(&fifo).await.unwrap();
+            // More than the pipe holds (64 KiB): the write blocks in the
+            // kernel until the reader reads.
+            let first: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+            f.write_all(&first).await.unwrap();
+            // With one write at a time (the file's own before, tokio's
+            // File) this waits for the first: for ever, nobody reads.
+            pool::time::timeout(Duration::from_secs(5), f.write_all(b"second"))
+                .await
+                .expect("a write queued behind a write in flight was not taken")
+                .unwrap();
+            // Now let the reader drain it; the flush ends when both are in.
+            let drain = std::thread::spawn(move || {
+                use std::io::Read;
+                let mut reader = reader;
+                let mut got = Vec::new();
+                let mut buf = [0u8; 65536];
+                while got.len() < 200_006 {
+                    match reader.read(&mut buf) {
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(1))
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                got
+            });
+            f.flush().await.unwrap();
+            (first, drain.join().unwrap())
+        });
+        assert_eq!(second.len(), first.len() + 6);
+        assert!(second[..first.len()] == first[..], "the bytes in order");
+        assert_eq!(&second[first.len()..], b"second");
+    });
+}
+
+#[test]
+fn a_failed_write_is_the_next_operations_error() {
+    let dir = TempDir::new("behind-error");
+    watchdog("a failed write behind the task", 30, move || {
+        pool(2).block_on(async {
+            let path = dir.join("f");
+            std::fs::write(&path, b"read only").unwrap();
+            // Opened for reading: every write fails (EBADF), after
+            // `write` has taken its bytes.
+            let mut f = File::open(&path).await.unwrap();
+            assert_eq!(f.write(b"abc").await.unwrap(), 3);
+            let err = f.flush().await.unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EBADF), "{err}");
+            // Reported once; the file is still usable for what it can do.
+            f.flush().await.unwrap();
+            let mut text = String::new();
+            f.read_to_string(&mut text).await.unwrap();
+            assert_eq!(text, "read only");
+            // A read after a failed write reports the write's error.
+            f.seek(SeekFrom::Start(0)).await.unwrap();
+            assert_eq!(f.write(b"xyz").await.unwrap(), 3);
+            let err = f.read_to_string(&mut text).await.unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EBADF), "{err}");
+            assert_eq!(std::fs::read(&path).unwrap(), b"read only");
         })
     });
 }

@@ -43,11 +43,14 @@ fn ring_allowed() -> bool {
     })
 }
 
-/// The engine of one operation: the current pool, and its ring if used.
+/// The engine of one operation: the current pool, and whose ring it
+/// would use.
 pub(super) struct Engine {
     registry: Arc<Registry>,
+    /// `None` if the ring is not used; else the worker whose ring it is
+    /// (`Some(None)`: a thread that is not a worker, on their shared one).
     #[cfg(target_os = "linux")]
-    ring: Option<Arc<Ring>>,
+    ring_of: Option<Option<usize>>,
 }
 
 impl Engine {
@@ -55,21 +58,25 @@ impl Engine {
     pub(super) fn current() -> Engine {
         crate::context::current::with_current_worker(|registry, worker| Engine {
             registry: Arc::clone(registry),
-            // This worker's own ring (see `io/uring.rs`).
             #[cfg(target_os = "linux")]
-            ring: (registry.io_uring_allowed() && ring_allowed())
-                .then(|| {
-                    let worker = worker.map(|w| w.index());
-                    registry.use_driver().ring(worker).cloned()
-                })
-                .flatten(),
+            ring_of: {
+                let worker = worker.map(|w| w.index());
+                (registry.io_uring_allowed()
+                    && ring_allowed()
+                    && registry.use_driver().rings_work(worker))
+                .then_some(worker)
+            },
         })
     }
 
-    /// The pool's ring, if this engine uses it.
+    /// The ring of this engine's worker (`io/uring.rs`), if this engine
+    /// uses one: made at the first operation that asks for it, so a worker
+    /// that only ever runs metadata and directory jobs makes none (a ring
+    /// is 1 024 completion entries of memory and an epoll registration).
     #[cfg(target_os = "linux")]
     pub(super) fn ring(&self) -> Option<&Arc<Ring>> {
-        self.ring.as_ref()
+        let worker = self.ring_of?;
+        self.registry.use_driver().ring(worker)
     }
 
     /// Run `f` on the blocking threads, batched; its panic resumes in the
@@ -87,6 +94,17 @@ impl Engine {
             let _ = tx.send(result);
         }));
         Blocking { rx, _hold: hold }
+    }
+
+    /// Run `f` on the blocking threads, batched, with nobody awaiting it
+    /// (`write_behind.rs`): it holds a paused clock itself, from now until
+    /// it returns or is dropped unrun.
+    pub(super) fn run_behind(&self, f: impl FnOnce() + Send + 'static) {
+        let hold = ClockHold::new(&self.registry);
+        self.registry.run_batched(Box::new(move || {
+            f();
+            drop(hold);
+        }));
     }
 
     /// Submit `entry` on the ring; `Err(keep)` if the ring is full (the

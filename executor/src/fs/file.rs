@@ -3,15 +3,19 @@
 //! with feature `tokio-io`) at its cursor, and positional owned-buffer
 //! `read_at` / `write_at`, several in flight at once on one `&File`.
 //!
-//! The cursor operations run one at a time, like tokio's: a write copies
-//! the caller's bytes into the file's buffer, starts and returns at once
-//! (its error, if any, comes from the next operation, or `flush`); a read
-//! reads into that buffer and hands out what the caller has room for,
-//! keeping the rest for the next read (a seek or a write first moves the
-//! cursor back over what was read ahead and not handed out).
+//! The cursor operations run in order, like tokio's. A write copies the
+//! caller's bytes into the file's queue and returns at once; one blocking
+//! job writes the queue behind the task, in order, while the task copies
+//! its next bytes (`write_behind.rs`); an error, if any, comes from the
+//! next operation, or `flush`. A read, a seek or a sync first waits for
+//! the queue to be written. A read reads into the file's buffer and hands
+//! out what the caller has room for, keeping the rest for the next read (a
+//! seek or a write first moves the cursor back over what was read ahead
+//! and not handed out).
 
 use super::engine::Engine;
 use super::ops::{self, At};
+use super::write_behind::WriteBehind;
 use futures::future::BoxFuture;
 use futures::lock::Mutex;
 use std::fmt;
@@ -22,8 +26,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-/// The most one cursor operation reads or writes (a larger write is taken
-/// in parts of this size), as tokio's `File`.
+/// The most one cursor read reads, as tokio's `File`, and the most bytes
+/// queued for the cursor's writes (a larger write is taken in parts).
 const MAX_BUF: usize = 2 * 1024 * 1024;
 
 /// An open file. See the module docs of [`crate::fs`].
@@ -60,20 +64,20 @@ pub struct File {
 
 struct Inner {
     state: State,
-    /// The error of a write that ran after its `poll_write` returned.
-    last_write_err: Option<io::Error>,
+    /// The writes at the cursor, run behind the task (made at the first).
+    behind: Option<Arc<WriteBehind>>,
 }
 
 enum State {
-    /// No operation at the cursor runs; the buffer holds what was read
-    /// ahead and not handed out.
+    /// No read or seek runs; the buffer holds what was read ahead and not
+    /// handed out.
     Idle(Option<Buf>),
+    /// A read or a seek, which first waits for the queued writes.
     Busy(BoxFuture<'static, (Operation, Buf)>),
 }
 
 enum Operation {
     Read(io::Result<usize>),
-    Write(io::Result<()>),
     Seek(io::Result<u64>),
 }
 
@@ -136,7 +140,7 @@ impl File {
             std: Arc::new(file),
             inner: Mutex::new(Inner {
                 state: State::Idle(None),
-                last_write_err: None,
+                behind: None,
             }),
         }
     }
@@ -208,26 +212,22 @@ impl File {
 }
 
 impl Inner {
-    /// Wait for the operation at the cursor, and move the cursor back over
-    /// what was read ahead; the error of a write that had returned, if any.
+    /// Wait for the operations at the cursor (the queued writes too), and
+    /// move the cursor back over what was read ahead; the error of a write
+    /// that had returned, if any.
     async fn settle(&mut self, std: &Arc<StdFile>) -> io::Result<()> {
         if let State::Busy(op) = &mut self.state {
-            let (operation, buf) = op.await;
+            let (_, buf) = op.await;
             self.state = State::Idle(Some(buf));
-            if let Operation::Write(Err(e)) = operation {
-                self.last_write_err = Some(e);
-            }
         }
+        drained(self.behind.as_ref()).await?;
         if let State::Idle(Some(buf)) = &mut self.state {
             let ahead = buf.discard_unread();
             if ahead > 0 {
                 ops::seek(&Engine::current(), std, SeekFrom::Current(-ahead)).await?;
             }
         }
-        match self.last_write_err.take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Poll the operation at the cursor, if any, to its end: what it was,
@@ -251,14 +251,27 @@ impl Inner {
     }
 }
 
+/// Every queued write written (or dropped after a failure): the error of
+/// one that failed.
+async fn drained(behind: Option<&Arc<WriteBehind>>) -> io::Result<()> {
+    match behind {
+        Some(behind) => std::future::poll_fn(|cx| behind.poll_drained(cx)).await,
+        None => Ok(()),
+    }
+}
+
 impl File {
     fn start_read(inner: &mut Inner, std: &Arc<StdFile>, len: usize) {
         let mut buf = inner.take_buf();
         buf.data.clear();
-        buf.data.resize(len.min(MAX_BUF), 0);
         buf.pos = 0;
         let std = Arc::clone(std);
+        let behind = inner.behind.clone();
         inner.state = State::Busy(Box::pin(async move {
+            if let Err(e) = drained(behind.as_ref()).await {
+                return (Operation::Read(Err(e)), buf);
+            }
+            buf.data.resize(len.min(MAX_BUF), 0);
             let engine = Engine::current();
             let (n, mut data) = ops::read(&engine, &std, buf.data, At::Cursor).await;
             data.truncate(*n.as_ref().unwrap_or(&0));
@@ -274,7 +287,11 @@ impl File {
             buf.discard_unread();
         }
         let std = Arc::clone(std);
+        let behind = inner.behind.clone();
         inner.state = State::Busy(Box::pin(async move {
+            if let Err(e) = drained(behind.as_ref()).await {
+                return (Operation::Seek(Err(e)), buf);
+            }
             let result = ops::seek(&Engine::current(), &std, pos).await;
             (Operation::Seek(result), buf)
         }));
@@ -289,8 +306,7 @@ impl File {
         loop {
             match ready!(inner.poll_busy(cx)) {
                 Some(Operation::Seek(result)) => return Poll::Ready(result),
-                Some(Operation::Write(Err(e))) => inner.last_write_err = Some(e),
-                Some(_) => {}
+                Some(Operation::Read(_)) => {}
                 None => File::start_seek(inner, &self.std, pos),
             }
         }
@@ -318,8 +334,7 @@ impl futures::io::AsyncRead for File {
                     debug_assert_eq!(buf.unread(), n);
                     return Poll::Ready(Ok(buf.copy_to(dst)));
                 }
-                Some(Operation::Write(Err(e))) => inner.last_write_err = Some(e),
-                Some(Operation::Write(Ok(())) | Operation::Seek(_)) => {}
+                Some(Operation::Seek(_)) => {}
                 None => {
                     if let State::Idle(Some(buf)) = &mut inner.state {
                         if buf.unread() > 0 {
@@ -341,36 +356,23 @@ impl futures::io::AsyncWrite for File {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let inner = this.inner.get_mut();
-        if let Some(e) = inner.last_write_err.take() {
-            return Poll::Ready(Err(e));
-        }
         loop {
             match ready!(inner.poll_busy(cx)) {
-                Some(Operation::Write(result)) => result?,
-                Some(Operation::Read(_) | Operation::Seek(_)) => {}
+                // A seek's failure (one started by tokio's `start_seek`, or
+                // the one below) is this write's: it would go elsewhere.
+                Some(Operation::Seek(Err(e))) => return Poll::Ready(Err(e)),
+                Some(_) => {}
                 None => {
-                    let mut buf = inner.take_buf();
                     // The cursor is ahead of the reader by what was read
                     // ahead: the write goes where the reader is.
-                    let back = buf.discard_unread();
-                    let n = src.len().min(MAX_BUF);
-                    buf.data.extend_from_slice(&src[..n]);
-                    let std = Arc::clone(&this.std);
-                    inner.state = State::Busy(Box::pin(async move {
-                        let engine = Engine::current();
-                        if back > 0 {
-                            let moved = ops::seek(&engine, &std, SeekFrom::Current(-back)).await;
-                            if let Err(e) = moved {
-                                buf.data.clear();
-                                return (Operation::Write(Err(e)), buf);
-                            }
+                    if let State::Idle(Some(buf)) = &inner.state {
+                        if buf.unread() > 0 {
+                            File::start_seek(inner, &this.std, SeekFrom::Current(0));
+                            continue;
                         }
-                        let (result, mut data) =
-                            ops::write_all(&engine, &std, buf.data, At::Cursor).await;
-                        data.clear();
-                        (Operation::Write(result), Buf { data, pos: 0 })
-                    }));
-                    return Poll::Ready(Ok(n));
+                    }
+                    let behind = inner.behind.get_or_insert_with(Arc::default);
+                    return behind.poll_write(cx, &this.std, src, MAX_BUF);
                 }
             }
         }
@@ -378,17 +380,10 @@ impl futures::io::AsyncWrite for File {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let inner = self.get_mut().inner.get_mut();
-        loop {
-            match ready!(inner.poll_busy(cx)) {
-                Some(Operation::Write(Err(e))) => return Poll::Ready(Err(e)),
-                Some(_) => {}
-                None => {
-                    return Poll::Ready(match inner.last_write_err.take() {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    })
-                }
-            }
+        ready!(inner.poll_busy(cx));
+        match &inner.behind {
+            Some(behind) => behind.poll_drained(cx),
+            None => Poll::Ready(Ok(())),
         }
     }
 

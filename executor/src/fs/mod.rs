@@ -20,6 +20,13 @@
 //!   one task's operations back to back, does not pay a thread hand-off
 //!   each, as tokio's `spawn_blocking` per call does.
 //!
+//! A [`File`]'s writes at its cursor, on either engine, are queued and
+//! written behind the task by one blocking job, in order: `write` returns
+//! once its bytes are queued, the task copies its next ones while the last
+//! are written, and an error comes from the next operation or `flush`. (A
+//! buffered write on ext4 runs on a thread whichever engine submits it;
+//! with one write in flight that thread waits for the task between writes.)
+//!
 //! `POOL_FS=blocking` in the environment keeps every operation on the
 //! blocking threads. [`Metrics`](crate::Metrics) says which engine a pool
 //! runs (`fs_engine`) and counts both (`fs_ring_ops`, `fs_blocking_ops`).
@@ -66,6 +73,7 @@ pub(crate) mod ops;
 pub(crate) mod read_dir;
 #[cfg(all(test, not(loom)))]
 mod tests;
+pub(crate) mod write_behind;
 
 pub use crate::scheduler::fs_engine::FsEngine;
 pub use file::File;

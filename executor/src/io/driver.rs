@@ -123,6 +123,10 @@ pub(crate) struct Driver {
     /// its first use (`ring`): `None` inside if the kernel refused one.
     #[cfg(target_os = "linux")]
     rings: Box<[std::sync::OnceLock<Option<Arc<Ring>>>]>,
+    /// Does the kernel give this pool rings? Probed once, by the first
+    /// file operation's ring (`rings_work`).
+    #[cfg(target_os = "linux")]
+    rings_work: std::sync::OnceLock<bool>,
     /// Operations in flight on the rings, summed.
     #[cfg(target_os = "linux")]
     ring_in_flight: Arc<AtomicUsize>,
@@ -160,6 +164,8 @@ impl IoDriver for Driver {
             rings: (0..RING_SLOTS)
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
+            #[cfg(target_os = "linux")]
+            rings_work: std::sync::OnceLock::new(),
             #[cfg(target_os = "linux")]
             ring_in_flight: Arc::default(),
             delivered: AtomicU64::new(0),
@@ -247,6 +253,14 @@ impl Driver {
                     .map(Arc::new)
             })
             .as_ref()
+    }
+
+    /// Does the kernel give this pool rings? The first call makes
+    /// `worker`'s ring to find out; the other workers' are made only when
+    /// an operation needs them (`ring`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn rings_work(&self, worker: Option<usize>) -> bool {
+        *self.rings_work.get_or_init(|| self.ring(worker).is_some())
     }
 
     /// The rings made so far.
