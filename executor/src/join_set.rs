@@ -28,6 +28,8 @@ use crate::scheduler::coop;
 use crate::task::abort_handle::AbortHandle;
 use crate::task::error::JoinError;
 use crate::task::join_handle::JoinHandle;
+use crate::task::noting::note_wait;
+use crate::task::waits::{self, Wait, WaitKind};
 use futures::task::{waker_ref, ArcWake};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -214,8 +216,16 @@ impl<T> JoinSet<T> {
     /// result, in completion order; `None` once the set is empty.
     ///
     /// Cancel safe: dropping the future loses no result.
-    pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
-        poll_fn(|cx| self.poll_join_next(cx)).await
+    #[track_caller]
+    pub fn join_next(&mut self) -> impl Future<Output = Option<Result<T, JoinError>>> + '_ {
+        let site = waits::site_of(std::panic::Location::caller());
+        poll_fn(move |cx| {
+            let poll = self.poll_join_next(cx);
+            if poll.is_pending() && self.len > 0 {
+                note_wait(Wait::new(WaitKind::JoinSet, site, self.len as u64));
+            }
+            poll
+        })
     }
 
     /// Waits for every task and returns their outputs, in completion order.

@@ -133,7 +133,7 @@ pub use free_fns::{
     block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
 };
 pub use handle::{EnterGuard, Handle};
-pub use inspect::{Stall, TaskDump, TaskInfo, TaskState};
+pub use inspect::{Stall, TaskDump, TaskInfo, TaskState, WaitPoint};
 pub use join::{join, scope, Scope};
 pub use join_set::JoinSet;
 pub use pool::Pool;

@@ -65,6 +65,10 @@ struct View {
     metadata: Vec<u64>,
     lost: u64,
     updates: usize,
+    resources: HashMap<u64, console_api::resources::Resource>,
+    resource_stats: HashMap<u64, console_api::resources::Stats>,
+    async_ops: HashMap<u64, console_api::async_ops::AsyncOp>,
+    async_op_stats: HashMap<u64, console_api::async_ops::Stats>,
 }
 
 impl View {
@@ -106,6 +110,88 @@ impl View {
             assert!(stats.created_at.is_some() && stats.poll_stats.is_some());
             self.stats.insert(id, stats);
         }
+        // What tokio-console needs of resources and async ops: each new one
+        // with its stats in the same update (with `created_at`; an async
+        // op's with `poll_stats` too), its metadata registered.
+        let resources = update
+            .resource_update
+            .expect("every update has a resource update");
+        for resource in resources.new_resources {
+            let id = resource.id.expect("a resource has an id").id;
+            let stats = resources.stats_update.get(&id);
+            assert!(
+                stats.is_some_and(|s| s.created_at.is_some()),
+                "resource {id} is new without its stats"
+            );
+            let meta = resource.metadata.expect("a resource names its metadata").id;
+            assert!(
+                self.metadata.contains(&meta),
+                "resource {id}: metadata {meta}"
+            );
+            assert!(resource.kind.is_some(), "resource {id} has a kind");
+            self.resources.insert(id, resource);
+        }
+        for (id, stats) in resources.stats_update {
+            assert!(
+                self.resources.contains_key(&id),
+                "stats of resource {id}, never announced"
+            );
+            self.resource_stats.insert(id, stats);
+        }
+        let ops = update
+            .async_op_update
+            .expect("every update has an async op update");
+        for op in ops.new_async_ops {
+            let id = op.id.expect("an async op has an id").id;
+            let stats = ops.stats_update.get(&id);
+            assert!(
+                stats.is_some_and(|s| s.created_at.is_some() && s.poll_stats.is_some()),
+                "async op {id} is new without its stats"
+            );
+            let meta = op.metadata.expect("an async op names its metadata").id;
+            assert!(
+                self.metadata.contains(&meta),
+                "async op {id}: metadata {meta}"
+            );
+            let resource = op.resource_id.expect("an async op names its resource").id;
+            assert!(
+                self.resources.contains_key(&resource),
+                "async op {id} on an unknown resource"
+            );
+            self.async_ops.insert(id, op);
+        }
+        for (id, stats) in ops.stats_update {
+            assert!(
+                self.async_ops.contains_key(&id),
+                "stats of async op {id}, never announced"
+            );
+            self.async_op_stats.insert(id, stats);
+        }
+    }
+
+    /// The resource of concrete type `ty` made at `line` of this file, if
+    /// announced.
+    fn resource_at(&self, ty: &str, line: u32) -> Option<u64> {
+        self.resources.iter().find_map(|(id, r)| {
+            let at = r.location.as_ref()?;
+            (r.concrete_type == ty && at.file.as_deref() == Some(file!()) && at.line == Some(line))
+                .then_some(*id)
+        })
+    }
+
+    /// The tasks whose async ops await resource `id`, and have not ended.
+    fn awaiting(&self, resource: u64) -> Vec<u64> {
+        self.async_ops
+            .iter()
+            .filter(|(_, op)| op.resource_id.map(|r| r.id) == Some(resource))
+            .filter_map(|(id, _)| {
+                let stats = self.async_op_stats.get(id)?;
+                stats
+                    .dropped_at
+                    .is_none()
+                    .then(|| stats.task_id.map(|t| t.id))?
+            })
+            .collect()
     }
 
     /// Read updates until `done` holds (fails the test after `secs`).
@@ -493,5 +579,62 @@ fn a_named_task_shows_its_name_in_the_console() {
         });
         named.abort();
         unnamed.abort();
+    });
+}
+
+#[test]
+fn a_sleep_and_a_listener_are_console_resources_made_in_this_file_with_their_tasks() {
+    watchdog("console: resources", 60, || {
+        let pool = console_pool(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sleeper = pool.spawn(async move {
+            tx.send(line!() + 1).unwrap();
+            pool::time::sleep(Duration::from_secs(60)).await;
+        });
+        let (tx, rx2) = std::sync::mpsc::channel();
+        let acceptor = pool.spawn(async move {
+            tx.send(line!() + 1).unwrap();
+            let listener = pool::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let _ = listener.accept().await;
+        });
+        let (sleep_line, bind_line) = (rx.recv().unwrap(), rx2.recv().unwrap());
+        let (sleeper_id, acceptor_id) = (raw(sleeper.id()), raw(acceptor.id()));
+        client(async {
+            let mut client = connect(&pool).await;
+            let mut stream = watch(&mut client).await;
+            let mut view = View::default();
+            view.until(&mut stream, 10, "the Sleep and the TcpListener", |v| {
+                v.resource_at("Sleep", sleep_line).is_some()
+                    && v.resource_at("TcpListener", bind_line).is_some()
+            })
+            .await;
+            let sleep = view.resource_at("Sleep", sleep_line).unwrap();
+            use console_api::resources::resource::kind::{Kind, Known};
+            assert_eq!(
+                view.resources[&sleep].kind.as_ref().unwrap().kind,
+                Some(Kind::Known(Known::Timer as i32)),
+                "a sleep is a timer"
+            );
+            assert_eq!(view.awaiting(sleep), [sleeper_id], "its task awaits it");
+            let listener = view.resource_at("TcpListener", bind_line).unwrap();
+            assert_eq!(view.awaiting(listener), [acceptor_id]);
+            // Its address is an attribute.
+            let attrs = &view.resource_stats[&listener].attributes;
+            assert!(
+                attrs.iter().any(|a| matches!(
+                    a.field.as_ref().and_then(|f| f.value.as_ref()),
+                    Some(console_api::field::Value::StrVal(addr)) if addr.starts_with("127.0.0.1:")
+                )),
+                "{attrs:?}"
+            );
+            // The task gone, the sleep is dropped.
+            sleeper.abort();
+            view.until(&mut stream, 10, "the sleep dropped", |v| {
+                v.resource_stats[&sleep].dropped_at.is_some()
+            })
+            .await;
+            assert!(view.awaiting(sleep).is_empty());
+        });
+        acceptor.abort();
     });
 }

@@ -17,8 +17,11 @@
 //! built with `Builder::io_uring(false)`.
 
 use crate::scheduler::registry::Registry;
+use crate::task::noting::note_wait;
+use crate::task::waits::{FileOp, Wait, WaitKind, NO_SITE};
 use std::future::Future;
 use std::io;
+use std::os::fd::RawFd;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -43,10 +46,11 @@ fn ring_allowed() -> bool {
     })
 }
 
-/// The engine of one operation: the current pool, and whose ring it
-/// would use.
+/// The engine of one operation: the current pool, whose ring it would
+/// use, and what a task waiting on it records (`task/waits.rs`).
 pub(super) struct Engine {
     registry: Arc<Registry>,
+    wait: Wait,
     /// `None` if the ring is not used; else the worker whose ring it is
     /// (`Some(None)`: a thread that is not a worker, on their shared one).
     #[cfg(target_os = "linux")]
@@ -54,10 +58,19 @@ pub(super) struct Engine {
 }
 
 impl Engine {
-    /// The current pool's engine (see `context::with_current`).
-    pub(super) fn current() -> Engine {
+    /// The current pool's engine (see `context::with_current`) for the
+    /// operation `op`, on the file open as `fd` if it has one.
+    pub(super) fn current(op: FileOp, fd: Option<RawFd>) -> Engine {
+        let wait = Wait {
+            kind: WaitKind::File,
+            on: op as u8,
+            site: NO_SITE,
+            a: fd.map_or(u64::MAX, |fd| fd as u64),
+            b: 0,
+        };
         crate::context::current::with_current_worker(|registry, worker| Engine {
             registry: Arc::clone(registry),
+            wait,
             #[cfg(target_os = "linux")]
             ring_of: {
                 let worker = worker.map(|w| w.index());
@@ -93,7 +106,11 @@ impl Engine {
             // The owner may be gone (its future dropped): nothing to tell.
             let _ = tx.send(result);
         }));
-        Blocking { rx, _hold: hold }
+        Blocking {
+            rx,
+            wait: self.wait,
+            _hold: hold,
+        }
     }
 
     /// Run `f` on the blocking threads, batched, with nobody awaiting it
@@ -129,6 +146,7 @@ impl Engine {
         Ok(RingOp {
             ring: Arc::clone(ring),
             id: Some(id),
+            wait: self.wait,
             _hold: hold,
         })
     }
@@ -156,6 +174,8 @@ impl Drop for ClockHold {
 /// An operation on the blocking threads.
 pub(super) struct Blocking<T> {
     rx: futures::channel::oneshot::Receiver<std::thread::Result<io::Result<T>>>,
+    /// What the task waiting on it records.
+    wait: Wait,
     _hold: ClockHold,
 }
 
@@ -163,7 +183,11 @@ impl<T> Future for Blocking<T> {
     type Output = io::Result<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
-        match std::task::ready!(Pin::new(&mut self.rx).poll(cx)) {
+        let Poll::Ready(done) = Pin::new(&mut self.rx).poll(cx) else {
+            note_wait(self.wait);
+            return Poll::Pending;
+        };
+        match done {
             Ok(Ok(result)) => Poll::Ready(result),
             Ok(Err(panic)) => std::panic::resume_unwind(panic),
             Err(futures::channel::oneshot::Canceled) => Poll::Ready(Err(io::Error::other(
@@ -179,6 +203,8 @@ impl<T> Future for Blocking<T> {
 pub(super) struct RingOp {
     ring: Arc<Ring>,
     id: Option<OpId>,
+    /// What the task waiting on it records.
+    wait: Wait,
     _hold: ClockHold,
 }
 
@@ -190,7 +216,10 @@ impl Future for RingOp {
         let id = self
             .id
             .expect("a ring operation is not polled after it completed");
-        let done = std::task::ready!(self.ring.poll_op(id, cx));
+        let Poll::Ready(done) = self.ring.poll_op(id, cx) else {
+            note_wait(self.wait);
+            return Poll::Pending;
+        };
         self.id = None;
         Poll::Ready(done)
     }

@@ -16,6 +16,7 @@
 use super::engine::Engine;
 use super::ops::{self, At};
 use super::write_behind::WriteBehind;
+use crate::task::waits::FileOp;
 use futures::future::BoxFuture;
 use futures::lock::Mutex;
 use std::fmt;
@@ -177,7 +178,12 @@ impl File {
     async fn sync(&self, data_only: bool) -> io::Result<()> {
         let mut inner = self.inner.lock().await;
         inner.settle(&self.std).await?;
-        ops::sync(&Engine::current(), &self.std, data_only).await
+        ops::sync(
+            &Engine::current(FileOp::Sync, fd_of(&self.std)),
+            &self.std,
+            data_only,
+        )
+        .await
     }
 
     /// Truncate or extend the file to `len` bytes, after the operation at
@@ -186,13 +192,17 @@ impl File {
         let mut inner = self.inner.lock().await;
         inner.settle(&self.std).await?;
         let std = Arc::clone(&self.std);
-        Engine::current().blocking(move || std.set_len(len)).await
+        Engine::current(FileOp::SetLen, fd_of(&std))
+            .blocking(move || std.set_len(len))
+            .await
     }
 
     /// The file's metadata.
     pub async fn metadata(&self) -> io::Result<std::fs::Metadata> {
         let std = Arc::clone(&self.std);
-        Engine::current().blocking(move || std.metadata()).await
+        Engine::current(FileOp::FileMetadata, fd_of(&std))
+            .blocking(move || std.metadata())
+            .await
     }
 
     /// Read into `buf[..]` from `offset`, and give the buffer back with the
@@ -200,14 +210,16 @@ impl File {
     /// several may be in flight on one `&File`. A dropped future's read
     /// keeps its buffer until the kernel is done with it.
     pub async fn read_at(&self, buf: Vec<u8>, offset: u64) -> (io::Result<usize>, Vec<u8>) {
-        ops::read(&Engine::current(), &self.std, buf, At::Offset(offset)).await
+        let engine = Engine::current(FileOp::Read, fd_of(&self.std));
+        ops::read(&engine, &self.std, buf, At::Offset(offset)).await
     }
 
     /// Write `buf[..]` (some of it: the count) at `offset`, and give the
     /// buffer back. The cursor does not move; several may be in flight on
     /// one `&File`.
     pub async fn write_at(&self, buf: Vec<u8>, offset: u64) -> (io::Result<usize>, Vec<u8>) {
-        ops::write(&Engine::current(), &self.std, buf, 0, At::Offset(offset)).await
+        let engine = Engine::current(FileOp::Write, fd_of(&self.std));
+        ops::write(&engine, &self.std, buf, 0, At::Offset(offset)).await
     }
 }
 
@@ -220,11 +232,12 @@ impl Inner {
             let (_, buf) = op.await;
             self.state = State::Idle(Some(buf));
         }
-        drained(self.behind.as_ref()).await?;
+        drained(self.behind.as_ref(), std).await?;
         if let State::Idle(Some(buf)) = &mut self.state {
             let ahead = buf.discard_unread();
             if ahead > 0 {
-                ops::seek(&Engine::current(), std, SeekFrom::Current(-ahead)).await?;
+                let engine = Engine::current(FileOp::Seek, fd_of(std));
+                ops::seek(&engine, std, SeekFrom::Current(-ahead)).await?;
             }
         }
         Ok(())
@@ -253,11 +266,16 @@ impl Inner {
 
 /// Every queued write written (or dropped after a failure): the error of
 /// one that failed.
-async fn drained(behind: Option<&Arc<WriteBehind>>) -> io::Result<()> {
+async fn drained(behind: Option<&Arc<WriteBehind>>, std: &StdFile) -> io::Result<()> {
     match behind {
-        Some(behind) => std::future::poll_fn(|cx| behind.poll_drained(cx)).await,
+        Some(behind) => std::future::poll_fn(|cx| behind.poll_drained(cx, std)).await,
         None => Ok(()),
     }
+}
+
+/// The descriptor of `file`, for what a task waiting on it records.
+fn fd_of(file: &StdFile) -> Option<std::os::fd::RawFd> {
+    Some(std::os::fd::AsRawFd::as_raw_fd(file))
 }
 
 impl File {
@@ -268,11 +286,11 @@ impl File {
         let std = Arc::clone(std);
         let behind = inner.behind.clone();
         inner.state = State::Busy(Box::pin(async move {
-            if let Err(e) = drained(behind.as_ref()).await {
+            if let Err(e) = drained(behind.as_ref(), &std).await {
                 return (Operation::Read(Err(e)), buf);
             }
             buf.data.resize(len.min(MAX_BUF), 0);
-            let engine = Engine::current();
+            let engine = Engine::current(FileOp::Read, fd_of(&std));
             let (n, mut data) = ops::read(&engine, &std, buf.data, At::Cursor).await;
             data.truncate(*n.as_ref().unwrap_or(&0));
             (Operation::Read(n), Buf { data, pos: 0 })
@@ -289,10 +307,11 @@ impl File {
         let std = Arc::clone(std);
         let behind = inner.behind.clone();
         inner.state = State::Busy(Box::pin(async move {
-            if let Err(e) = drained(behind.as_ref()).await {
+            if let Err(e) = drained(behind.as_ref(), &std).await {
                 return (Operation::Seek(Err(e)), buf);
             }
-            let result = ops::seek(&Engine::current(), &std, pos).await;
+            let engine = Engine::current(FileOp::Seek, fd_of(&std));
+            let result = ops::seek(&engine, &std, pos).await;
             (Operation::Seek(result), buf)
         }));
     }
@@ -379,10 +398,11 @@ impl futures::io::AsyncWrite for File {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let inner = self.get_mut().inner.get_mut();
+        let this = self.get_mut();
+        let inner = this.inner.get_mut();
         ready!(inner.poll_busy(cx));
         match &inner.behind {
-            Some(behind) => behind.poll_drained(cx),
+            Some(behind) => behind.poll_drained(cx, &this.std),
             None => Poll::Ready(Ok(())),
         }
     }

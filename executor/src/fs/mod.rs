@@ -80,32 +80,39 @@ pub use file::File;
 pub use open_options::OpenOptions;
 pub use read_dir::{DirEntry, ReadDir};
 
+use crate::task::waits::FileOp;
 use engine::Engine;
 use std::fs::{Metadata, Permissions};
 use std::io;
 use std::path::{Path, PathBuf};
 
 /// Run `f(path)` on the blocking threads; its error names `path` and `op`.
-async fn at_path<T, F>(path: &Path, op: &'static str, f: F) -> io::Result<T>
+async fn at_path<T, F>(path: &Path, op: &'static str, call: FileOp, f: F) -> io::Result<T>
 where
     F: FnOnce(PathBuf) -> io::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     let owned = path.to_path_buf();
-    Engine::current()
+    Engine::current(call, None)
         .blocking(move || f(owned))
         .await
         .map_err(|e| error::at(e, op, path))
 }
 
 /// Run `f(from, to)` on the blocking threads; its error names both.
-async fn between<T, F>(from: &Path, to: &Path, op: &'static str, f: F) -> io::Result<T>
+async fn between<T, F>(
+    from: &Path,
+    to: &Path,
+    op: &'static str,
+    call: FileOp,
+    f: F,
+) -> io::Result<T>
 where
     F: FnOnce(PathBuf, PathBuf) -> io::Result<T> + Send + 'static,
     T: Send + 'static,
 {
     let (a, b) = (from.to_path_buf(), to.to_path_buf());
-    Engine::current()
+    Engine::current(call, None)
         .blocking(move || f(a, b))
         .await
         .map_err(|e| error::between(e, op, from, to))
@@ -114,7 +121,7 @@ where
 /// The whole contents of the file at `path` (as [`std::fs::read`]).
 pub async fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
     let path = path.as_ref();
-    ops::read_file(&Engine::current(), path.to_path_buf())
+    ops::read_file(&Engine::current(FileOp::ReadFile, None), path.to_path_buf())
         .await
         .map_err(|e| error::at(e, "read", path))
 }
@@ -138,7 +145,7 @@ pub async fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
 pub async fn write(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> io::Result<()> {
     let path = path.as_ref();
     ops::write_file(
-        &Engine::current(),
+        &Engine::current(FileOp::WriteFile, None),
         path.to_path_buf(),
         contents.as_ref().to_vec(),
     )
@@ -148,84 +155,172 @@ pub async fn write(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> io::Re
 
 /// The metadata of `path`, following symbolic links.
 pub async fn metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
-    at_path(path.as_ref(), "read metadata of", std::fs::metadata).await
+    at_path(
+        path.as_ref(),
+        "read metadata of",
+        FileOp::Metadata,
+        std::fs::metadata,
+    )
+    .await
 }
 
 /// The metadata of `path` itself, a symbolic link included.
 pub async fn symlink_metadata(path: impl AsRef<Path>) -> io::Result<Metadata> {
-    at_path(path.as_ref(), "read metadata of", std::fs::symlink_metadata).await
+    at_path(
+        path.as_ref(),
+        "read metadata of",
+        FileOp::SymlinkMetadata,
+        std::fs::symlink_metadata,
+    )
+    .await
 }
 
 /// Whether `path` exists (following symbolic links): `Ok(false)` if it does
 /// not, an error if that cannot be told (a permission denied on the way).
 pub async fn try_exists(path: impl AsRef<Path>) -> io::Result<bool> {
-    at_path(path.as_ref(), "check the existence of", |p| p.try_exists()).await
+    at_path(
+        path.as_ref(),
+        "check the existence of",
+        FileOp::TryExists,
+        |p| p.try_exists(),
+    )
+    .await
 }
 
 /// Create the directory `path` (its parent must exist).
 pub async fn create_dir(path: impl AsRef<Path>) -> io::Result<()> {
-    at_path(path.as_ref(), "create directory", std::fs::create_dir).await
+    at_path(
+        path.as_ref(),
+        "create directory",
+        FileOp::CreateDir,
+        std::fs::create_dir,
+    )
+    .await
 }
 
 /// Create the directory `path` and every missing parent.
 pub async fn create_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
-    at_path(path.as_ref(), "create directory", std::fs::create_dir_all).await
+    at_path(
+        path.as_ref(),
+        "create directory",
+        FileOp::CreateDirAll,
+        std::fs::create_dir_all,
+    )
+    .await
 }
 
 /// Remove the empty directory `path`.
 pub async fn remove_dir(path: impl AsRef<Path>) -> io::Result<()> {
-    at_path(path.as_ref(), "remove directory", std::fs::remove_dir).await
+    at_path(
+        path.as_ref(),
+        "remove directory",
+        FileOp::RemoveDir,
+        std::fs::remove_dir,
+    )
+    .await
 }
 
 /// Remove the directory `path` and everything in it.
 pub async fn remove_dir_all(path: impl AsRef<Path>) -> io::Result<()> {
-    at_path(path.as_ref(), "remove directory", std::fs::remove_dir_all).await
+    at_path(
+        path.as_ref(),
+        "remove directory",
+        FileOp::RemoveDirAll,
+        std::fs::remove_dir_all,
+    )
+    .await
 }
 
 /// Remove the file (or symbolic link) `path`.
 pub async fn remove_file(path: impl AsRef<Path>) -> io::Result<()> {
-    at_path(path.as_ref(), "remove file", std::fs::remove_file).await
+    at_path(
+        path.as_ref(),
+        "remove file",
+        FileOp::RemoveFile,
+        std::fs::remove_file,
+    )
+    .await
 }
 
 /// Rename `from` to `to`, replacing `to` if it is a file.
 pub async fn rename(from: impl AsRef<Path>, to: impl AsRef<Path>) -> io::Result<()> {
-    between(from.as_ref(), to.as_ref(), "rename", std::fs::rename).await
+    between(
+        from.as_ref(),
+        to.as_ref(),
+        "rename",
+        FileOp::Rename,
+        std::fs::rename,
+    )
+    .await
 }
 
 /// Copy the file `from` to `to` (its permissions too); the bytes copied.
 pub async fn copy(from: impl AsRef<Path>, to: impl AsRef<Path>) -> io::Result<u64> {
-    between(from.as_ref(), to.as_ref(), "copy", std::fs::copy).await
+    between(
+        from.as_ref(),
+        to.as_ref(),
+        "copy",
+        FileOp::Copy,
+        std::fs::copy,
+    )
+    .await
 }
 
 /// Make `dst` a new name of the file `src` (a hard link).
 pub async fn hard_link(src: impl AsRef<Path>, dst: impl AsRef<Path>) -> io::Result<()> {
-    between(src.as_ref(), dst.as_ref(), "link", std::fs::hard_link).await
+    between(
+        src.as_ref(),
+        dst.as_ref(),
+        "link",
+        FileOp::HardLink,
+        std::fs::hard_link,
+    )
+    .await
 }
 
 /// Make `dst` a symbolic link to `src`.
 #[cfg(unix)]
 pub async fn symlink(src: impl AsRef<Path>, dst: impl AsRef<Path>) -> io::Result<()> {
-    between(src.as_ref(), dst.as_ref(), "symlink", |a, b| {
-        std::os::unix::fs::symlink(a, b)
-    })
+    between(
+        src.as_ref(),
+        dst.as_ref(),
+        "symlink",
+        FileOp::Symlink,
+        std::os::unix::fs::symlink,
+    )
     .await
 }
 
 /// The absolute path of `path`, with every symbolic link resolved.
 pub async fn canonicalize(path: impl AsRef<Path>) -> io::Result<PathBuf> {
-    at_path(path.as_ref(), "canonicalize", std::fs::canonicalize).await
+    at_path(
+        path.as_ref(),
+        "canonicalize",
+        FileOp::Canonicalize,
+        std::fs::canonicalize,
+    )
+    .await
 }
 
 /// Where the symbolic link `path` points.
 pub async fn read_link(path: impl AsRef<Path>) -> io::Result<PathBuf> {
-    at_path(path.as_ref(), "read link", std::fs::read_link).await
+    at_path(
+        path.as_ref(),
+        "read link",
+        FileOp::ReadLink,
+        std::fs::read_link,
+    )
+    .await
 }
 
 /// Set the permissions of `path`.
 pub async fn set_permissions(path: impl AsRef<Path>, perm: Permissions) -> io::Result<()> {
-    at_path(path.as_ref(), "set permissions of", move |p| {
-        std::fs::set_permissions(p, perm)
-    })
+    at_path(
+        path.as_ref(),
+        "set permissions of",
+        FileOp::SetPermissions,
+        move |p| std::fs::set_permissions(p, perm),
+    )
     .await
 }
 

@@ -4,6 +4,7 @@
 use super::engine::Engine;
 use super::{error, ops};
 use crate::fs::file::File;
+use crate::task::waits::FileOp;
 use std::io;
 use std::path::Path;
 
@@ -106,7 +107,7 @@ impl OpenOptions {
         let opened = match self.flags() {
             Ok(flags) => {
                 ops::open(
-                    &Engine::current(),
+                    &Engine::current(FileOp::Open, None),
                     path.to_path_buf(),
                     self.std(),
                     flags,

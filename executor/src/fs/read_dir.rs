@@ -8,6 +8,7 @@
 
 use super::engine::{Blocking, Engine};
 use super::error;
+use crate::task::waits::FileOp;
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fs::{FileType, Metadata};
@@ -74,7 +75,7 @@ struct Chunk {
 impl ReadDir {
     pub(super) async fn open(path: &Path) -> io::Result<ReadDir> {
         let owned = path.to_path_buf();
-        let std = Engine::current()
+        let std = Engine::current(FileOp::ReadDir, None)
             .blocking(move || std::fs::read_dir(owned))
             .await
             .map_err(|e| error::at(e, "read directory", path))?;
@@ -112,30 +113,35 @@ impl ReadDir {
                     let dir = Arc::clone(&self.dir);
                     let wants = Arc::clone(&self.wants_metadata);
                     let with_metadata = wants.load(Ordering::Relaxed);
-                    self.state = State::Reading(Engine::current().blocking(move || {
-                        for _ in 0..CHUNK {
-                            match std.next() {
-                                Some(Ok(entry)) => {
-                                    let file_type = entry.file_type().ok();
-                                    let metadata =
-                                        with_metadata.then(|| entry.metadata().ok()).flatten();
-                                    c.entries.push_back(Ok(DirEntry {
-                                        std: Arc::new(entry),
-                                        file_type,
-                                        metadata,
-                                        wants_metadata: Arc::clone(&wants),
-                                    }));
+                    self.state = State::Reading(Engine::current(FileOp::ReadDir, None).blocking(
+                        move || {
+                            for _ in 0..CHUNK {
+                                match std.next() {
+                                    Some(Ok(entry)) => {
+                                        let file_type = entry.file_type().ok();
+                                        let metadata =
+                                            with_metadata.then(|| entry.metadata().ok()).flatten();
+                                        c.entries.push_back(Ok(DirEntry {
+                                            std: Arc::new(entry),
+                                            file_type,
+                                            metadata,
+                                            wants_metadata: Arc::clone(&wants),
+                                        }));
+                                    }
+                                    Some(Err(e)) => {
+                                        c.entries.push_back(Err(error::at(
+                                            e,
+                                            "read directory",
+                                            &dir,
+                                        )));
+                                    }
+                                    None => return Ok(c),
                                 }
-                                Some(Err(e)) => {
-                                    c.entries
-                                        .push_back(Err(error::at(e, "read directory", &dir)));
-                                }
-                                None => return Ok(c),
                             }
-                        }
-                        c.std = Some(std);
-                        Ok(c)
-                    }));
+                            c.std = Some(std);
+                            Ok(c)
+                        },
+                    ));
                 }
                 State::Reading(job) => {
                     let chunk = ready!(Pin::new(job).poll(cx));
@@ -196,7 +202,7 @@ impl DirEntry {
         }
         self.wants_metadata.store(true, Ordering::Relaxed);
         let std = Arc::clone(&self.std);
-        Engine::current()
+        Engine::current(FileOp::EntryMetadata, None)
             .blocking(move || std.metadata())
             .await
             .map_err(|e| error::at(e, "read metadata of", &self.path()))
@@ -208,7 +214,7 @@ impl DirEntry {
             return Ok(t);
         }
         let std = Arc::clone(&self.std);
-        Engine::current()
+        Engine::current(FileOp::EntryMetadata, None)
             .blocking(move || std.file_type())
             .await
             .map_err(|e| error::at(e, "read the file type of", &self.path()))

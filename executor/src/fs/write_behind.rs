@@ -29,6 +29,8 @@
 //!   in flight does.
 
 use super::engine::Engine;
+use crate::task::noting::note_wait;
+use crate::task::waits::{FileOp, Wait, WaitKind, NO_SITE};
 use parking_lot::Mutex;
 use std::fs::File as StdFile;
 use std::io::{self, Write as _};
@@ -77,6 +79,8 @@ impl WriteBehind {
         let room = limit.saturating_sub(state.queued.len());
         if room == 0 {
             state.waker = Some(cx.waker().clone());
+            drop(state);
+            note_writes(std);
             return Poll::Pending;
         }
         let n = room.min(src.len());
@@ -89,17 +93,19 @@ impl WriteBehind {
                 std: Some(Arc::clone(std)),
                 ran: false,
             };
-            Engine::current().run_behind(move || job.run());
+            Engine::current(FileOp::Write, None).run_behind(move || job.run());
         }
         Poll::Ready(Ok(n))
     }
 
     /// Ready once every queued byte is written (or dropped after an
     /// error), with the error of a write that failed, if any.
-    pub(super) fn poll_drained(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(super) fn poll_drained(&self, cx: &mut Context<'_>, std: &StdFile) -> Poll<io::Result<()>> {
         let mut state = self.state.lock();
         if state.running {
             state.waker = Some(cx.waker().clone());
+            drop(state);
+            note_writes(std);
             return Poll::Pending;
         }
         Poll::Ready(match state.error.take() {
@@ -123,6 +129,18 @@ impl WriteBehind {
             w.wake();
         }
     }
+}
+
+/// A task waits for `std`'s queued writes: what it records
+/// (`task/waits.rs`).
+fn note_writes(std: &StdFile) {
+    note_wait(Wait {
+        kind: WaitKind::File,
+        on: FileOp::Write as u8,
+        site: NO_SITE,
+        a: std::os::fd::AsRawFd::as_raw_fd(std) as u64,
+        b: 0,
+    });
 }
 
 /// The job of one run of writes: it writes the queue until it is empty.

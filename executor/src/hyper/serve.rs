@@ -52,6 +52,19 @@ pub trait Listener: Send + Sync + 'static {
     /// Accept a connection, or register to be woken when one arrives.
     fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(Self::Io, Self::Addr)>>;
 
+    /// `poll_accept`, for [`serve`] called at `at`: pool's listeners make
+    /// the connection's socket there (what a task waiting on it says,
+    /// `TaskInfo::waiting_on`). Any other listener's is `poll_accept`.
+    #[doc(hidden)]
+    fn poll_accept_made_at(
+        &self,
+        cx: &mut Context<'_>,
+        at: &'static Location<'static>,
+    ) -> Poll<io::Result<(Self::Io, Self::Addr)>> {
+        let _ = at;
+        self.poll_accept(cx)
+    }
+
     /// Set `TCP_NODELAY` on `io`, where it applies (not on Unix sockets).
     fn set_nodelay(io: &Self::Io, on: bool) -> io::Result<()>;
 }
@@ -60,8 +73,17 @@ impl Listener for TcpListener {
     type Io = TcpStream;
     type Addr = std::net::SocketAddr;
 
+    #[track_caller]
     fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, Self::Addr)>> {
         TcpListener::poll_accept(self, cx)
+    }
+
+    fn poll_accept_made_at(
+        &self,
+        cx: &mut Context<'_>,
+        at: &'static Location<'static>,
+    ) -> Poll<io::Result<(TcpStream, Self::Addr)>> {
+        self.poll_accept_at(cx, at)
     }
 
     fn set_nodelay(io: &TcpStream, on: bool) -> io::Result<()> {
@@ -73,8 +95,17 @@ impl Listener for UnixListener {
     type Io = UnixStream;
     type Addr = std::os::unix::net::SocketAddr;
 
+    #[track_caller]
     fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, Self::Addr)>> {
         UnixListener::poll_accept(self, cx)
+    }
+
+    fn poll_accept_made_at(
+        &self,
+        cx: &mut Context<'_>,
+        at: &'static Location<'static>,
+    ) -> Poll<io::Result<(UnixStream, Self::Addr)>> {
+        self.poll_accept_at(cx, at)
     }
 
     fn set_nodelay(_: &UnixStream, _: bool) -> io::Result<()> {
@@ -320,7 +351,7 @@ where
             if signalled(cx).is_ready() {
                 return Poll::Ready(None);
             }
-            listener.poll_accept(cx).map(Some)
+            listener.poll_accept_made_at(cx, at).map(Some)
         })
         .await;
         let (io, peer) = match accepted {

@@ -17,10 +17,11 @@
 //!   older state of the pool, never a wrong one for a moment that existed),
 //!   and nothing here blocks, wakes or posts work.
 
+pub(crate) mod addr;
 #[cfg(feature = "console")]
 pub(crate) mod console;
 pub(crate) mod dump;
 pub(crate) mod stall;
 
-pub use dump::{TaskDump, TaskInfo, TaskState};
+pub use dump::{TaskDump, TaskInfo, TaskState, WaitPoint};
 pub use stall::Stall;

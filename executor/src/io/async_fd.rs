@@ -15,6 +15,7 @@
 
 use super::poll_evented::PollEvented;
 use super::scheduled_io::Direction;
+use crate::task::waits::Resource;
 use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::future::poll_fn;
@@ -158,10 +159,15 @@ impl<T: AsFd> Async<T> {
     ///
     /// The OS's error: `EPERM` for a descriptor epoll cannot watch (a
     /// regular file), or an error of the driver (its pool was dropped).
+    #[track_caller]
     pub fn new(inner: T) -> io::Result<Async<T>> {
         set_nonblocking(inner.as_fd())?;
         Ok(Async {
-            io: PollEvented::new(FdSource(inner))?,
+            io: PollEvented::new(
+                FdSource(inner),
+                Resource::Fd,
+                std::panic::Location::caller(),
+            )?,
         })
     }
 

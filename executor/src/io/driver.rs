@@ -188,6 +188,10 @@ impl IoDriver for Driver {
         self.delivered.load(Ordering::Relaxed)
     }
 
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
     fn ring_ops(&self) -> Option<u64> {
         #[cfg(target_os = "linux")]
         return self

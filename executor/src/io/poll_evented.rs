@@ -10,18 +10,25 @@
 //!   (or a short stream transfer, `poll_transfer`) clears the readiness it
 //!   was tried under (see `scheduled_io.rs`), and the task then waits for
 //!   the next event.
+//! * A wait for readiness records, for the task being polled, what it
+//!   waits on (`task/waits.rs`): the source's type, descriptor and the line
+//!   that made it; the pool's own sources (`internal`: a signal's pipe, a
+//!   child's pidfd) record nothing, their futures say what they wait for.
 
 use super::driver::{shut_down_error, Driver};
 use super::scheduled_io::{Direction, ScheduledIo, ShutDown};
 use crate::scheduler::coop;
+use crate::task::noting::note_wait;
+use crate::task::waits::{self, Resource, Wait, WaitKind};
 use mio::event::Source;
 use mio::Token;
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
+use std::panic::Location;
 use std::ptr;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 #[derive(Debug)]
 pub(crate) struct PollEvented<S: Source> {
@@ -29,11 +36,31 @@ pub(crate) struct PollEvented<S: Source> {
     token: Token,
     io: Arc<ScheduledIo>,
     driver: Arc<Driver>,
+    /// What a task waiting on this source records: its type, the site of
+    /// the line that made it (`waits::site_of`) and its descriptor; `None`
+    /// for an internal source.
+    made: Option<(Resource, u16, RawFd)>,
 }
 
-impl<S: Source> PollEvented<S> {
-    /// Register `source` with the current pool's driver.
-    pub(crate) fn new(mut source: S) -> io::Result<PollEvented<S>> {
+impl<S: Source + AsRawFd> PollEvented<S> {
+    /// Register `source`, a `resource` made at `at`, with the current
+    /// pool's driver.
+    pub(crate) fn new(
+        source: S,
+        resource: Resource,
+        at: &'static Location<'static>,
+    ) -> io::Result<PollEvented<S>> {
+        let fd = source.as_raw_fd();
+        PollEvented::register(source, Some((resource, waits::site_of(at), fd)))
+    }
+
+    /// Register one of the pool's own sources, whose futures record what
+    /// they wait for themselves.
+    pub(crate) fn internal(source: S) -> io::Result<PollEvented<S>> {
+        PollEvented::register(source, None)
+    }
+
+    fn register(mut source: S, made: Option<(Resource, u16, RawFd)>) -> io::Result<PollEvented<S>> {
         let driver = crate::context::current::use_driver();
         let (token, io) = driver.register(&mut source)?;
         driver.did_io();
@@ -42,9 +69,12 @@ impl<S: Source> PollEvented<S> {
             token,
             io,
             driver,
+            made,
         })
     }
+}
 
+impl<S: Source> PollEvented<S> {
     pub(crate) fn source(&self) -> &S {
         &self.source
     }
@@ -189,9 +219,25 @@ impl<S: Source> PollEvented<S> {
         drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         loop {
-            let event = match ready!(self.io.poll_ready(cx, direction)) {
-                Ok(event) => event,
-                Err(ShutDown) => return Poll::Ready(Err(shut_down_error())),
+            let event = match self.io.poll_ready(cx, direction) {
+                Poll::Ready(Ok(event)) => event,
+                Poll::Ready(Err(ShutDown)) => return Poll::Ready(Err(shut_down_error())),
+                Poll::Pending => {
+                    if let Some((resource, site, fd)) = self.made {
+                        let kind = match direction {
+                            Direction::Read => WaitKind::Read,
+                            Direction::Write => WaitKind::Write,
+                        };
+                        note_wait(Wait {
+                            kind,
+                            on: resource as u8,
+                            site,
+                            a: fd as u64,
+                            b: 0,
+                        });
+                    }
+                    return Poll::Pending;
+                }
             };
             match op(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.clear(event),

@@ -46,6 +46,9 @@ pub(crate) struct PoolClock {
 impl PoolClock {
     /// A running clock, paused from the start if `paused`.
     pub(crate) fn new(paused: bool) -> PoolClock {
+        // The records of waits keep pool times from this origin: fixed
+        // before the first pool time there is (`task/waits.rs`).
+        crate::task::waits::origin();
         let now = Instant::now();
         let clock = PoolClock {
             shifted: AtomicBool::new(false),

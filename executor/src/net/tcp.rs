@@ -3,10 +3,12 @@
 use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
+use crate::task::waits::Resource;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{self, Shutdown, SocketAddr, ToSocketAddrs};
+use std::panic::Location;
 use std::task::{ready, Context, Poll};
 
 /// A TCP socket server, listening for connections.
@@ -30,16 +32,20 @@ impl TcpListener {
     /// # Errors
     ///
     /// The OS's error, for example `AddrInUse` for a taken port.
-    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        each_addr(addr, |addr| async move {
-            TcpListener::from_mio(mio::net::TcpListener::bind(addr)?)
+    #[track_caller]
+    pub fn bind(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<TcpListener>> {
+        let at = Location::caller();
+        each_addr(addr, move |addr| async move {
+            TcpListener::from_mio(mio::net::TcpListener::bind(addr)?, at)
         })
-        .await
     }
 
-    fn from_mio(listener: mio::net::TcpListener) -> io::Result<TcpListener> {
+    fn from_mio(
+        listener: mio::net::TcpListener,
+        at: &'static Location<'static>,
+    ) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            io: PollEvented::new(listener)?,
+            io: PollEvented::new(listener, Resource::TcpListener, at)?,
         })
     }
 
@@ -51,14 +57,27 @@ impl TcpListener {
     /// returned as it is, and the listener keeps working: the pending
     /// connection stays queued and the next `accept` takes it once
     /// descriptors are free.
-    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        poll_fn(|cx| self.poll_accept(cx)).await
+    #[track_caller]
+    pub fn accept(&self) -> impl Future<Output = io::Result<(TcpStream, SocketAddr)>> + '_ {
+        let at = Location::caller();
+        poll_fn(move |cx| self.poll_accept_at(cx, at))
     }
 
     /// Polls for a new connection (see [`accept`](TcpListener::accept)).
+    #[track_caller]
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        self.poll_accept_at(cx, Location::caller())
+    }
+
+    /// `poll_accept`, the connection's stream made at `at` (what its
+    /// task's waits on it say: `TaskInfo::waiting_on`).
+    pub(crate) fn poll_accept_at(
+        &self,
+        cx: &mut Context<'_>,
+        at: &'static Location<'static>,
+    ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
         let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
-        Poll::Ready(TcpStream::from_mio(stream).map(|s| (s, addr)))
+        Poll::Ready(TcpStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
     /// The local address this listener is bound to.
@@ -72,9 +91,13 @@ impl TryFrom<net::TcpListener> for TcpListener {
 
     /// Registers a std listener with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(listener: net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
-        TcpListener::from_mio(mio::net::TcpListener::from_std(listener))
+        TcpListener::from_mio(
+            mio::net::TcpListener::from_std(listener),
+            Location::caller(),
+        )
     }
 }
 
@@ -111,18 +134,22 @@ impl TcpStream {
     ///
     /// The OS's error for the last address tried, for example
     /// `ConnectionRefused`.
-    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        each_addr(addr, |addr| async move {
-            let stream = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?)?;
+    #[track_caller]
+    pub fn connect(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<TcpStream>> {
+        let at = Location::caller();
+        each_addr(addr, move |addr| async move {
+            let stream = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?, at)?;
             poll_fn(|cx| stream.io.poll_io(cx, Direction::Write, connected)).await?;
             Ok(stream)
         })
-        .await
     }
 
-    fn from_mio(stream: mio::net::TcpStream) -> io::Result<TcpStream> {
+    fn from_mio(
+        stream: mio::net::TcpStream,
+        at: &'static Location<'static>,
+    ) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            io: PollEvented::new(stream)?,
+            io: PollEvented::new(stream, Resource::TcpStream, at)?,
         })
     }
 
@@ -170,9 +197,10 @@ impl TryFrom<net::TcpStream> for TcpStream {
 
     /// Registers a connected std stream with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(stream: net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        TcpStream::from_mio(mio::net::TcpStream::from_std(stream))
+        TcpStream::from_mio(mio::net::TcpStream::from_std(stream), Location::caller())
     }
 }
 

@@ -3,10 +3,12 @@
 use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
+use crate::task::waits::Resource;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{self, SocketAddr, ToSocketAddrs};
+use std::panic::Location;
 
 /// A UDP socket. Its methods take `&self`: several tasks may send and
 /// receive on one socket (in an `Arc`) at once, and each is woken.
@@ -35,16 +37,20 @@ impl UdpSocket {
     /// # Errors
     ///
     /// The OS's error, for example `AddrInUse`.
-    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        each_addr(addr, |addr| async move {
-            UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?)
+    #[track_caller]
+    pub fn bind(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<UdpSocket>> {
+        let at = Location::caller();
+        each_addr(addr, move |addr| async move {
+            UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?, at)
         })
-        .await
     }
 
-    fn from_mio(socket: mio::net::UdpSocket) -> io::Result<UdpSocket> {
+    fn from_mio(
+        socket: mio::net::UdpSocket,
+        at: &'static Location<'static>,
+    ) -> io::Result<UdpSocket> {
         Ok(UdpSocket {
-            io: PollEvented::new(socket)?,
+            io: PollEvented::new(socket, Resource::UdpSocket, at)?,
         })
     }
 
@@ -99,9 +105,10 @@ impl TryFrom<net::UdpSocket> for UdpSocket {
 
     /// Registers a std socket with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(socket: net::UdpSocket) -> io::Result<UdpSocket> {
         socket.set_nonblocking(true)?;
-        UdpSocket::from_mio(mio::net::UdpSocket::from_std(socket))
+        UdpSocket::from_mio(mio::net::UdpSocket::from_std(socket), Location::caller())
     }
 }
 

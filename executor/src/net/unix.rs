@@ -3,12 +3,14 @@
 
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
+use crate::task::waits::Resource;
 use crate::time::sleep;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::Shutdown;
 use std::os::unix::net::{self, SocketAddr};
+use std::panic::Location;
 use std::path::Path;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -85,16 +87,20 @@ impl UnixListener {
     /// earlier run, say: remove it first), `InvalidInput` if the path is
     /// longer than a Unix socket address holds (107 bytes), or the OS's
     /// error (a missing directory, no permission). Each says which path.
+    #[track_caller]
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         let path = path.as_ref();
         let listener =
             mio::net::UnixListener::bind(path).map_err(|e| path_error("bind", path, e))?;
-        UnixListener::from_mio(listener)
+        UnixListener::from_mio(listener, Location::caller())
     }
 
-    fn from_mio(listener: mio::net::UnixListener) -> io::Result<UnixListener> {
+    fn from_mio(
+        listener: mio::net::UnixListener,
+        at: &'static Location<'static>,
+    ) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            io: PollEvented::new(listener)?,
+            io: PollEvented::new(listener, Resource::UnixListener, at)?,
         })
     }
 
@@ -108,14 +114,26 @@ impl UnixListener {
     /// takes it. An accept loop should wait a moment after such an error
     /// rather than retry at once (the connection is still pending, so the
     /// retry fails again straight away).
-    pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        poll_fn(|cx| self.poll_accept(cx)).await
+    #[track_caller]
+    pub fn accept(&self) -> impl Future<Output = io::Result<(UnixStream, SocketAddr)>> + '_ {
+        let at = Location::caller();
+        poll_fn(move |cx| self.poll_accept_at(cx, at))
     }
 
     /// Polls for a new connection (see [`accept`](UnixListener::accept)).
+    #[track_caller]
     pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
+        self.poll_accept_at(cx, Location::caller())
+    }
+
+    /// `poll_accept`, the connection's stream made at `at`.
+    pub(crate) fn poll_accept_at(
+        &self,
+        cx: &mut Context<'_>,
+        at: &'static Location<'static>,
+    ) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
         let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
-        Poll::Ready(UnixStream::from_mio(stream).map(|s| (s, addr)))
+        Poll::Ready(UnixStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
     /// The address this listener is bound to.
@@ -129,9 +147,13 @@ impl TryFrom<net::UnixListener> for UnixListener {
 
     /// Registers a std listener with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(listener: net::UnixListener) -> io::Result<UnixListener> {
         listener.set_nonblocking(true)?;
-        UnixListener::from_mio(mio::net::UnixListener::from_std(listener))
+        UnixListener::from_mio(
+            mio::net::UnixListener::from_std(listener),
+            Location::caller(),
+        )
     }
 }
 
@@ -175,13 +197,22 @@ impl UnixStream {
     /// `NotFound` if nothing is at `path`, `ConnectionRefused` if the file
     /// is not a listening socket, `InvalidInput` for a path too long (107
     /// bytes at most), or the OS's error. Each says which path.
-    pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+    #[track_caller]
+    pub fn connect(path: impl AsRef<Path>) -> impl Future<Output = io::Result<UnixStream>> {
+        let at = Location::caller();
+        UnixStream::connect_at(path, at)
+    }
+
+    async fn connect_at(
+        path: impl AsRef<Path>,
+        at: &'static Location<'static>,
+    ) -> io::Result<UnixStream> {
         let path = path.as_ref();
         let mut backoff = Duration::from_millis(1);
         let mut waited = Duration::ZERO;
         let stream = loop {
             match mio::net::UnixStream::connect(path) {
-                Ok(stream) => break UnixStream::from_mio(stream)?,
+                Ok(stream) => break UnixStream::from_mio(stream, at)?,
                 Err(e)
                     if e.kind() == io::ErrorKind::WouldBlock && waited < CONNECT_BACKLOG_WAIT =>
                 {
@@ -205,14 +236,19 @@ impl UnixStream {
     /// # Errors
     ///
     /// The OS's error (out of descriptors), or the current pool's driver's.
+    #[track_caller]
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let at = Location::caller();
         let (a, b) = mio::net::UnixStream::pair()?;
-        Ok((UnixStream::from_mio(a)?, UnixStream::from_mio(b)?))
+        Ok((UnixStream::from_mio(a, at)?, UnixStream::from_mio(b, at)?))
     }
 
-    pub(crate) fn from_mio(stream: mio::net::UnixStream) -> io::Result<UnixStream> {
+    fn from_mio(
+        stream: mio::net::UnixStream,
+        at: &'static Location<'static>,
+    ) -> io::Result<UnixStream> {
         Ok(UnixStream {
-            io: PollEvented::new(stream)?,
+            io: PollEvented::new(stream, Resource::UnixStream, at)?,
         })
     }
 
@@ -251,9 +287,10 @@ impl TryFrom<net::UnixStream> for UnixStream {
 
     /// Registers a connected std stream with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(stream: net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
-        UnixStream::from_mio(mio::net::UnixStream::from_std(stream))
+        UnixStream::from_mio(mio::net::UnixStream::from_std(stream), Location::caller())
     }
 }
 
@@ -296,10 +333,11 @@ impl UnixDatagram {
     /// # Errors
     ///
     /// As [`UnixListener::bind`].
+    #[track_caller]
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
         let path = path.as_ref();
         let socket = mio::net::UnixDatagram::bind(path).map_err(|e| path_error("bind", path, e))?;
-        UnixDatagram::from_mio(socket)
+        UnixDatagram::from_mio(socket, Location::caller())
     }
 
     /// A datagram socket bound to no path (it can send, and receive replies
@@ -308,8 +346,9 @@ impl UnixDatagram {
     /// # Errors
     ///
     /// The OS's error, or the current pool's driver's.
+    #[track_caller]
     pub fn unbound() -> io::Result<UnixDatagram> {
-        UnixDatagram::from_mio(mio::net::UnixDatagram::unbound()?)
+        UnixDatagram::from_mio(mio::net::UnixDatagram::unbound()?, Location::caller())
     }
 
     /// A pair of connected datagram sockets.
@@ -317,14 +356,22 @@ impl UnixDatagram {
     /// # Errors
     ///
     /// The OS's error, or the current pool's driver's.
+    #[track_caller]
     pub fn pair() -> io::Result<(UnixDatagram, UnixDatagram)> {
+        let at = Location::caller();
         let (a, b) = mio::net::UnixDatagram::pair()?;
-        Ok((UnixDatagram::from_mio(a)?, UnixDatagram::from_mio(b)?))
+        Ok((
+            UnixDatagram::from_mio(a, at)?,
+            UnixDatagram::from_mio(b, at)?,
+        ))
     }
 
-    fn from_mio(socket: mio::net::UnixDatagram) -> io::Result<UnixDatagram> {
+    fn from_mio(
+        socket: mio::net::UnixDatagram,
+        at: &'static Location<'static>,
+    ) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            io: PollEvented::new(socket)?,
+            io: PollEvented::new(socket, Resource::UnixDatagram, at)?,
         })
     }
 
@@ -405,9 +452,10 @@ impl TryFrom<net::UnixDatagram> for UnixDatagram {
 
     /// Registers a std datagram socket with the current pool (it is made
     /// non-blocking).
+    #[track_caller]
     fn try_from(socket: net::UnixDatagram) -> io::Result<UnixDatagram> {
         socket.set_nonblocking(true)?;
-        UnixDatagram::from_mio(mio::net::UnixDatagram::from_std(socket))
+        UnixDatagram::from_mio(mio::net::UnixDatagram::from_std(socket), Location::caller())
     }
 }
 

@@ -26,11 +26,14 @@
 use crate::io::async_fd::FdSource;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
-use crate::signal::unix::{signal, Signal, SignalKind};
+use crate::signal::unix::{internal_signal, Signal, SignalKind};
+use crate::task::noting::Noting;
+use crate::task::waits::{self, Wait, WaitKind};
 use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::panic::Location;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -69,7 +72,7 @@ impl ExitWatchPrep {
         if pidfd_wanted() && PIDFD_SUPPORTED.load(Ordering::Relaxed) {
             Ok(ExitWatchPrep(None))
         } else {
-            Ok(ExitWatchPrep(Some(signal(SignalKind::child())?)))
+            Ok(ExitWatchPrep(Some(internal_signal(SignalKind::child())?)))
         }
     }
 }
@@ -161,6 +164,8 @@ pub struct Child {
     /// Its exit status, once reaped.
     status: Option<ExitStatus>,
     kill_on_drop: bool,
+    /// The site of the `spawn` that made it (`task/waits.rs`).
+    site: u16,
 }
 
 impl Child {
@@ -170,15 +175,16 @@ impl Child {
         prep: ExitWatchPrep,
         kill_on_drop: bool,
         (stdin, stdout, stderr): (Option<ChildStdin>, Option<ChildStdout>, Option<ChildStderr>),
+        at: &'static Location<'static>,
     ) -> io::Result<Child> {
         let watch = match prep.0 {
             Some(sigchld) => ExitWatch::Sigchld(sigchld),
             None => match pidfd_open(process.id())? {
-                Some(pidfd) => ExitWatch::Pidfd(PollEvented::new(FdSource(pidfd))?),
+                Some(pidfd) => ExitWatch::Pidfd(PollEvented::internal(FdSource(pidfd))?),
                 // This kernel has no pidfds after all: listen for SIGCHLD.
                 // An exit before this listener exists is caught by the
                 // `try_wait` that every wait makes before it waits.
-                None => ExitWatch::Sigchld(signal(SignalKind::child())?),
+                None => ExitWatch::Sigchld(internal_signal(SignalKind::child())?),
             },
         };
         Ok(Child {
@@ -188,6 +194,7 @@ impl Child {
             inner: Some(Inner { process, watch }),
             status: None,
             kill_on_drop,
+            site: waits::site_of(at),
         })
     }
 
@@ -220,7 +227,11 @@ impl Child {
         if let Some(status) = self.try_wait()? {
             return Ok(status);
         }
-        let status = self.inner().wait().await?;
+        let site = self.site;
+        let inner = self.inner();
+        let pid = inner.process.id();
+        let wait = Wait::new(WaitKind::Child, site, u64::from(pid));
+        let status = Noting::new(inner.wait(), wait).await?;
         self.status = Some(status);
         Ok(status)
     }

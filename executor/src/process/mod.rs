@@ -43,7 +43,9 @@ use child::{reap_orphans, ExitWatchPrep};
 use futures::AsyncReadExt;
 use std::ffi::OsStr;
 use std::fmt;
+use std::future::Future;
 use std::io;
+use std::panic::Location;
 use std::path::Path;
 use std::process::{ExitStatus, Output, Stdio};
 
@@ -170,19 +172,42 @@ impl Command {
     ///
     /// `NotFound` for a program that does not exist, `PermissionDenied` for
     /// one that cannot be run (each names the program), or the OS's error.
+    #[track_caller]
     pub fn spawn(&mut self) -> io::Result<Child> {
+        self.spawn_at(Location::caller())
+    }
+
+    /// `spawn`, for a caller at `at` (what the child's pipes and the wait
+    /// for its exit say they were made at: `TaskInfo::waiting_on`).
+    fn spawn_at(&mut self, at: &'static Location<'static>) -> io::Result<Child> {
         reap_orphans();
         let prep = ExitWatchPrep::new()?;
         let mut process = self.std.spawn().map_err(|e| spawn_error(&self.std, e))?;
         let stdio = (
-            process.stdin.take().map(ChildStdin::new).transpose(),
-            process.stdout.take().map(ChildStdout::new).transpose(),
-            process.stderr.take().map(ChildStderr::new).transpose(),
+            process
+                .stdin
+                .take()
+                .map(|p| ChildStdin::new(p, at))
+                .transpose(),
+            process
+                .stdout
+                .take()
+                .map(|p| ChildStdout::new(p, at))
+                .transpose(),
+            process
+                .stderr
+                .take()
+                .map(|p| ChildStderr::new(p, at))
+                .transpose(),
         );
         let child = match stdio {
-            (Ok(stdin), Ok(stdout), Ok(stderr)) => {
-                Child::new(process, prep, self.kill_on_drop, (stdin, stdout, stderr))
-            }
+            (Ok(stdin), Ok(stdout), Ok(stderr)) => Child::new(
+                process,
+                prep,
+                self.kill_on_drop,
+                (stdin, stdout, stderr),
+                at,
+            ),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 // The child cannot be driven: it is not left running.
                 let _ = process.kill();
@@ -205,8 +230,13 @@ impl Command {
     /// # Errors
     ///
     /// As [`spawn`](Command::spawn), or an error reading its output.
-    pub async fn output(&mut self) -> io::Result<Output> {
-        let mut child = self.spawn_with_defaults([Stdio::null, Stdio::piped, Stdio::piped])?;
+    #[track_caller]
+    pub fn output(&mut self) -> impl Future<Output = io::Result<Output>> + '_ {
+        self.output_at(Location::caller())
+    }
+
+    async fn output_at(&mut self, at: &'static Location<'static>) -> io::Result<Output> {
+        let mut child = self.spawn_with_defaults([Stdio::null, Stdio::piped, Stdio::piped], at)?;
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let out = child.stdout.take();
         let err = child.stderr.take();
@@ -239,16 +269,27 @@ impl Command {
     /// # Errors
     ///
     /// As [`spawn`](Command::spawn).
-    pub async fn status(&mut self) -> io::Result<ExitStatus> {
-        self.spawn_with_defaults([Stdio::inherit; 3])?.wait().await
+    #[track_caller]
+    pub fn status(&mut self) -> impl Future<Output = io::Result<ExitStatus>> + '_ {
+        let at = Location::caller();
+        async move {
+            self.spawn_with_defaults([Stdio::inherit; 3], at)?
+                .wait()
+                .await
+        }
     }
 
-    /// `spawn`, with `defaults` for the stdio the caller did not set (and
-    /// afterwards those back to the parent's, `spawn`'s own default).
-    fn spawn_with_defaults(&mut self, defaults: [fn() -> Stdio; 3]) -> io::Result<Child> {
+    /// `spawn` for a caller at `at`, with `defaults` for the stdio the
+    /// caller did not set (and afterwards those back to the parent's,
+    /// `spawn`'s own default).
+    fn spawn_with_defaults(
+        &mut self,
+        defaults: [fn() -> Stdio; 3],
+        at: &'static Location<'static>,
+    ) -> io::Result<Child> {
         let unset = self.set.map(|set| !set);
         self.set_stdio(unset, defaults);
-        let child = self.spawn();
+        let child = self.spawn_at(at);
         self.set_stdio(unset, [Stdio::inherit; 3]);
         child
     }

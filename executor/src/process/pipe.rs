@@ -5,11 +5,13 @@
 use crate::io::async_fd::set_nonblocking;
 use crate::io::async_fd::FdSource;
 use crate::io::poll_evented::PollEvented;
+use crate::task::waits::Resource;
 use futures::io::{AsyncRead, AsyncWrite};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -21,11 +23,15 @@ struct PipeEnd {
 }
 
 impl PipeEnd {
-    fn new(fd: impl Into<OwnedFd>) -> io::Result<PipeEnd> {
+    fn new(
+        fd: impl Into<OwnedFd>,
+        resource: Resource,
+        at: &'static Location<'static>,
+    ) -> io::Result<PipeEnd> {
         let file = File::from(fd.into());
         set_nonblocking(file.as_fd())?;
         Ok(PipeEnd {
-            io: PollEvented::new(FdSource(file))?,
+            io: PollEvented::new(FdSource(file), resource, at)?,
         })
     }
 }
@@ -38,9 +44,10 @@ macro_rules! pipe_type {
         }
 
         impl $name {
-            pub(crate) fn new(std: $std) -> io::Result<$name> {
+            /// The pipe of a child spawned at `at`.
+            pub(crate) fn new(std: $std, at: &'static Location<'static>) -> io::Result<$name> {
                 Ok($name {
-                    pipe: PipeEnd::new(std)?,
+                    pipe: PipeEnd::new(std, Resource::$name, at)?,
                 })
             }
         }

@@ -31,6 +31,10 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// Readiness events delivered to sources so far (`Metrics::io_events`).
     fn io_events(&self) -> u64;
 
+    /// The pool's time, paused or not (`pool::time::Instant::now`): what
+    /// the live-task dump measures a timer's time left against.
+    fn now(&self) -> std::time::Instant;
+
     /// File operations completed on the driver's io_uring so far, if it has
     /// one (`Metrics::fs_ring_ops`, `fs_engine`).
     fn ring_ops(&self) -> Option<u64>;

@@ -56,6 +56,7 @@ use crate::task::owned::OwnedTasks;
 use crate::task::owned::Slot;
 use crate::task::schedule;
 use crate::task::share::TaskShares;
+use crate::task::waits::Wait;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
@@ -216,6 +217,13 @@ impl schedule::Schedule for Registry {
     #[inline]
     fn made_progress() {
         coop::made_progress();
+    }
+
+    #[inline]
+    fn note_wait(wait: Wait) {
+        if let Some(worker) = pool_cells::worker() {
+            worker.note_wait(wait);
+        }
     }
 
     /// Into this thread's worker's cache if it is a worker of this pool (no

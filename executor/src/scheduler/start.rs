@@ -98,7 +98,8 @@ pub(crate) fn start(
     if let (Some(listener), Some(console)) = (console_listener, registry.console()) {
         use super::console_record::{Serve, Server};
         let table = Arc::clone(console.table());
-        starting.threads.console = Some(Server::start(table, listener, &thread_name)?);
+        let registry = Arc::downgrade(&registry);
+        starting.threads.console = Some(Server::start(table, registry, listener, &thread_name)?);
     }
     let threads = starting.finish();
     Ok((registry, threads))

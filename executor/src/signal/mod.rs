@@ -55,9 +55,13 @@ use std::io;
 /// ctrl_c.await.unwrap();
 /// # });
 /// ```
-pub async fn ctrl_c() -> io::Result<()> {
-    let mut interrupt = unix::signal(unix::SignalKind::interrupt())?;
-    interrupt.recv().await.ok_or_else(|| {
-        io::Error::other("the pool that watched for Ctrl-C was shut down before it came")
-    })
+#[track_caller]
+pub fn ctrl_c() -> impl std::future::Future<Output = io::Result<()>> {
+    let site = crate::task::waits::site_of(std::panic::Location::caller());
+    async move {
+        let mut interrupt = unix::signal_at(unix::SignalKind::interrupt(), Some(site))?;
+        interrupt.recv().await.ok_or_else(|| {
+            io::Error::other("the pool that watched for Ctrl-C was shut down before it came")
+        })
+    }
 }

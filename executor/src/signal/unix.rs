@@ -5,11 +5,14 @@ use crate::io::async_fd::FdSource;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
 use crate::scheduler::coop;
+use crate::task::noting::note_wait;
+use crate::task::waits::{self, Wait, WaitKind};
 use futures::Stream;
 use std::fmt;
 use std::future::poll_fn;
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
+use std::panic::Location;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -106,9 +109,21 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 /// assert_eq!(usr1.recv().await, Some(()));
 /// # });
 /// ```
+#[track_caller]
 pub fn signal(kind: SignalKind) -> io::Result<Signal> {
+    signal_at(kind, Some(waits::site_of(Location::caller())))
+}
+
+/// A `Signal` of the pool's own (a child's SIGCHLD), whose waits the future
+/// using it records itself (`task/waits.rs`).
+pub(crate) fn internal_signal(kind: SignalKind) -> io::Result<Signal> {
+    signal_at(kind, None)
+}
+
+/// `signal`, its waits recorded as made at `site` (none if `None`).
+pub(crate) fn signal_at(kind: SignalKind, site: Option<u16>) -> io::Result<Signal> {
     let slot = delivery::register(kind.0)?;
-    let pipe = PollEvented::new(FdSource(delivery::reader()?))?;
+    let pipe = PollEvented::internal(FdSource(delivery::reader()?))?;
     // Dispatch what came before this `Signal`, so that it does not return
     // for it.
     delivery::drain_now()?;
@@ -118,6 +133,7 @@ pub fn signal(kind: SignalKind) -> io::Result<Signal> {
         seen: slot.deliveries(),
         pipe,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        site,
     })
 }
 
@@ -135,6 +151,9 @@ pub struct Signal {
     pipe: PollEvented<FdSource<UnixStream>>,
     /// Its entry in the slot's waiters.
     id: u64,
+    /// The site of the `signal` call that made it, for the task waiting on
+    /// it (`task/waits.rs`); `None` for the pool's own.
+    site: Option<u16>,
 }
 
 impl Signal {
@@ -181,6 +200,9 @@ impl Signal {
         self.slot.wait(self.id, cx.waker());
         if self.take_delivery() {
             return Poll::Ready(Some(()));
+        }
+        if let Some(site) = self.site {
+            note_wait(Wait::new(WaitKind::Signal, site, self.kind.0 as u64));
         }
         Poll::Pending
     }

@@ -34,7 +34,9 @@ use super::id::TaskId;
 use super::owned::{OwnedTasks, Slot};
 use super::schedule::{Schedule, Scheduler};
 use super::site;
+use super::waits::{Wait, WaitCopy, WaitScratch};
 use super::waker::{site_word_distance, TaskWaker};
+use std::cell::RefCell;
 use std::panic::Location;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
@@ -173,6 +175,13 @@ impl TaskHeader {
         self.site.load(Ordering::Relaxed)
     }
 
+    /// The index of the task's spawn site (`site.rs`): where its
+    /// `JoinHandle` was made, for the task that awaits it
+    /// (`waits.rs`).
+    pub(crate) fn spawn_site(&self) -> u16 {
+        self.site_word() & site::INDEX_MASK
+    }
+
     /// Where the task was spawned.
     pub(crate) fn spawned_at(&self) -> &'static Location<'static> {
         site::location(self.site_word() & site::INDEX_MASK)
@@ -271,6 +280,28 @@ impl TaskHeader {
             return None;
         }
         self.owner().live_tasks().name(self.slot()?)
+    }
+
+    /// Record `wait` for this task's poll under way (on the polling
+    /// thread, `waits.rs`), at coarse time `now`.
+    #[inline]
+    pub(crate) fn record_wait(&self, wait: Wait, now: u32, scratch: &RefCell<WaitScratch>) {
+        let Some(slot) = self.slot() else {
+            return;
+        };
+        let (_, poll) = self.activity();
+        self.owner()
+            .live_tasks()
+            .record_wait(slot, self.id().as_u64(), poll, wait, now, scratch);
+    }
+
+    /// What this task's last poll recorded that it waits on, if anything.
+    pub(crate) fn waits(&self) -> Option<WaitCopy> {
+        let slot = self.slot()?;
+        let (_, poll) = self.activity();
+        self.owner()
+            .live_tasks()
+            .waits(slot, self.id().as_u64(), poll)
     }
 
     /// True for a live task of the workers: not finished, not a blocking

@@ -12,13 +12,15 @@ use super::error::JoinError;
 use super::future::TaskOutput;
 use super::header::TaskHeader;
 use super::id::TaskId;
+use super::noting::note_wait;
 use super::schedule::{Schedule, Scheduler};
+use super::waits::{Wait, WaitKind};
 use async_task::FallibleTask;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 
 /// An owned permission to await a spawned task's output.
 ///
@@ -176,7 +178,13 @@ impl<T> Future for JoinHandle<T> {
         if Scheduler::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
-        let out = ready!(self.poll_output(cx));
+        let Poll::Ready(out) = self.poll_output(cx) else {
+            // SAFETY: `task` is still held (the output was not returned),
+            // which keeps the header alive (module invariants).
+            let site = unsafe { self.header.as_ref() }.spawn_site();
+            note_wait(Wait::new(WaitKind::Join, site, self.id.as_u64()));
+            return Poll::Pending;
+        };
         Scheduler::made_progress();
         Poll::Ready(out)
     }

@@ -44,6 +44,8 @@
 // | `coarse_clock.rs` | the coarse clock of task ages |
 // | `owned.rs` | `OwnedTasks`: the sharded table of live tasks |
 // | `names.rs` | `TaskNames`: the names of a shard's named tasks, kept with its entries |
+// | `waits.rs` | `WaitBoard`: what each task's last poll waited on among pool's futures, a seqlocked slot per registry key |
+// | `noting.rs` | `note_wait` and `Noting`: how a pool future that returns `Pending` records what it is |
 // | `share.rs` | `TaskShares`: the count that keeps a pool alive for its tasks' headers |
 // | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
 //
@@ -58,11 +60,13 @@ pub(crate) mod header;
 pub(crate) mod id;
 pub(crate) mod join_handle;
 pub(crate) mod names;
+pub(crate) mod noting;
 pub(crate) mod owned;
 pub(crate) mod schedule;
 pub(crate) mod share;
 pub(crate) mod site;
 pub(crate) mod task_builder;
+pub(crate) mod waits;
 pub(crate) mod waker;
 
 pub use abort_handle::AbortHandle;

@@ -45,6 +45,7 @@
 //!   it first (`TaskFuture::poll`).
 
 use super::names::TaskNames;
+use super::waits::{Wait, WaitBoard, WaitCopy, WaitScratch};
 use super::waker::TaskWaker;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
@@ -258,6 +259,9 @@ impl ShardCell {
 #[derive(Debug)]
 pub(crate) struct OwnedTasks {
     shards: Box<[ShardCell]>,
+    /// What each shard's tasks wait on, by key (`waits.rs`): apart from
+    /// the entries' lock, written by the polling thread with no lock.
+    boards: Box<[WaitBoard]>,
     /// log2 of the shard count: a packed slot is `key << shard_bits | shard`.
     shard_bits: u32,
     /// Keys per shard: as many as a packed slot has room for, with
@@ -302,6 +306,7 @@ impl OwnedTasks {
                     handed_back: CachePadded::default(),
                 })
                 .collect(),
+            boards: (0..n).map(|_| WaitBoard::default()).collect(),
             closed: AtomicBool::new(false),
         }
     }
@@ -311,6 +316,26 @@ impl OwnedTasks {
     pub(crate) fn name(&self, slot: Slot) -> Option<Arc<str>> {
         let shard = self.shards[slot.shard].entries.lock();
         shard.names.get(slot.key).cloned()
+    }
+
+    /// Record `wait` for the task `id` registered in `slot`, in its poll
+    /// `poll`, at coarse time `now` (`waits.rs`; on the polling thread).
+    pub(crate) fn record_wait(
+        &self,
+        slot: Slot,
+        id: u64,
+        poll: u32,
+        wait: Wait,
+        now: u32,
+        scratch: &std::cell::RefCell<WaitScratch>,
+    ) {
+        self.boards[slot.shard].record(slot.key, id, poll, wait, now, scratch);
+    }
+
+    /// The waits the task `id` registered in `slot` recorded in its poll
+    /// `poll`, if that poll recorded any.
+    pub(crate) fn waits(&self, slot: Slot, id: u64, poll: u32) -> Option<WaitCopy> {
+        self.boards[slot.shard].read(slot.key, id, poll)
     }
 
     /// The names held in every shard (the tests' check that a task's name

@@ -15,6 +15,7 @@
 
 use super::header::TaskHeader;
 use super::owned::{OwnedTasks, Slot};
+use super::waits::Wait;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
@@ -51,6 +52,10 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 
     /// An operation `poll_proceed` allowed completed: spend one unit.
     fn made_progress();
+
+    /// A pool future returned `Pending` for `wait`: record it for the task
+    /// being polled on this thread, if any (`waits.rs`).
+    fn note_wait(wait: Wait);
 
     /// A task's header was dropped: give back the share of the pool at
     /// `this` that it held (`share.rs`), into the cache of this thread's

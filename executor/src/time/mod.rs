@@ -77,6 +77,8 @@
 
 use crate::io::timer_entry::TimerEntry;
 use crate::scheduler::coop;
+use crate::task::noting::note_wait;
+use crate::task::waits::{self, Wait, WaitKind};
 use futures::Stream;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -103,13 +105,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// pool::time::sleep(std::time::Duration::from_millis(1)).await;
 /// # });
 /// ```
+#[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
-    let entry = TimerEntry::new();
-    let now = entry.now();
-    let deadline = now
-        .checked_add(duration)
-        .unwrap_or_else(|| now + FAR_FUTURE);
-    Sleep { deadline, entry }
+    Sleep::after(duration, WaitKind::Sleep)
 }
 
 /// Waits until `deadline` (a [`pool::time::Instant`](Instant), or `std`'s:
@@ -126,10 +124,33 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// assert!(Instant::now() >= deadline);
 /// # });
 /// ```
+#[track_caller]
 pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
     Sleep {
         deadline: deadline.into().into_std(),
         entry: TimerEntry::new(),
+        made: Made::here(WaitKind::Sleep, u64::MAX),
+    }
+}
+
+/// What a [`Sleep`] is, for the task that waits on it (`TaskInfo::waiting_on`):
+/// a sleep, a timeout or an interval's tick, the duration or period it was
+/// asked for (ns; `u64::MAX` for `sleep_until`), and where it was made.
+#[derive(Clone, Copy, Debug)]
+struct Made {
+    kind: WaitKind,
+    site: u16,
+    asked: u64,
+}
+
+impl Made {
+    #[track_caller]
+    fn here(kind: WaitKind, asked: u64) -> Made {
+        Made {
+            kind,
+            site: waits::site_of(std::panic::Location::caller()),
+            asked,
+        }
     }
 }
 
@@ -141,9 +162,29 @@ pub struct Sleep {
     deadline: std::time::Instant,
     /// The timer in the current pool's driver (`io/timer_entry.rs`).
     entry: TimerEntry,
+    made: Made,
 }
 
 impl Sleep {
+    /// A sleep of `duration` from now on its pool's clock, made at the
+    /// caller's line.
+    #[track_caller]
+    fn after(duration: Duration, kind: WaitKind) -> Sleep {
+        let entry = TimerEntry::new();
+        let now = entry.now();
+        let deadline = now
+            .checked_add(duration)
+            .unwrap_or_else(|| now + FAR_FUTURE);
+        Sleep {
+            deadline,
+            entry,
+            made: Made::here(
+                kind,
+                duration.as_nanos().min(u128::from(u64::MAX - 1)) as u64,
+            ),
+        }
+    }
+
     /// The instant this sleep completes at.
     pub fn deadline(&self) -> Instant {
         Instant::from_std(self.deadline)
@@ -180,7 +221,18 @@ impl Future for Sleep {
         let this = self.get_mut();
         // A due timer spends the task's cooperative budget
         // (`scheduler/coop.rs`), as every operation of the pool's does.
-        coop::budget_poll(cx, |cx| this.entry.poll_until(this.deadline, cx))
+        let poll = coop::budget_poll(cx, |cx| this.entry.poll_until(this.deadline, cx));
+        if poll.is_pending() {
+            let Made { kind, site, asked } = this.made;
+            note_wait(Wait {
+                kind,
+                on: 0,
+                site,
+                a: waits::clock_ns(this.deadline),
+                b: asked,
+            });
+        }
+        poll
     }
 }
 
@@ -205,10 +257,11 @@ impl fmt::Debug for Sleep {
 /// assert_eq!(quick.unwrap(), 7);
 /// # });
 /// ```
+#[track_caller]
 pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
     Timeout {
         future,
-        sleep: sleep(duration),
+        sleep: Sleep::after(duration, WaitKind::Timeout),
     }
 }
 
@@ -269,19 +322,15 @@ impl std::error::Error for Elapsed {}
 /// assert_eq!(second - first, Duration::from_millis(2));
 /// # });
 /// ```
+#[track_caller]
 pub fn interval(period: Duration) -> Interval {
     assert!(
         !period.is_zero(),
         "pool::time::interval: the period must be longer than zero"
     );
-    let entry = TimerEntry::new();
-    Interval {
-        period,
-        sleep: Sleep {
-            deadline: entry.now(),
-            entry,
-        },
-    }
+    let mut sleep = Sleep::after(Duration::ZERO, WaitKind::Interval);
+    sleep.made.asked = period.as_nanos().min(u128::from(u64::MAX - 1)) as u64;
+    Interval { period, sleep }
 }
 
 /// The stream of [`interval`]: `futures::Stream<Item = Instant>`.

@@ -11,6 +11,7 @@
 //! | `mod.rs` | `Server`: the console's thread, its runtime, start and stop |
 //! | `service.rs` | the `Instrument` service and the publisher of updates |
 //! | `proto.rs` | the table's tasks as console-api messages |
+//! | `resources.rs` | the Resources view: what idle tasks wait on (timers, sockets, pipes, signals, children), looked at each publish |
 //!
 //! # Invariants
 //!
@@ -24,16 +25,19 @@
 //!   pool's shutdown calls it first thing.
 
 pub(crate) mod proto;
+pub(crate) mod resources;
 pub(crate) mod service;
 
 use crate::context::thread_kind::ThreadKind;
 use crate::scheduler::console_record::table::TaskTable;
 use crate::scheduler::console_record::{Binding, Bound, Serve};
+use crate::scheduler::registry::Registry;
 use console_api::instrument::instrument_server::InstrumentServer;
+use resources::Resources;
 use service::{publish_loop, Service};
 use std::io;
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::{self, JoinHandle};
 use tokio::sync::{mpsc, oneshot};
 
@@ -49,7 +53,12 @@ pub(crate) struct Server {
 }
 
 impl Serve for Server {
-    fn start(table: Arc<TaskTable>, listener: TcpListener, prefix: &str) -> io::Result<Server> {
+    fn start(
+        table: Arc<TaskTable>,
+        registry: Weak<Registry>,
+        listener: TcpListener,
+        prefix: &str,
+    ) -> io::Result<Server> {
         listener.set_nonblocking(true)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
@@ -63,7 +72,7 @@ impl Serve for Server {
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = ThreadKind::Console.spawn(prefix, thread::Builder::new(), move || {
-            runtime.block_on(serve(table, listener, stopped));
+            runtime.block_on(serve(table, Resources::new(registry), listener, stopped));
         })?;
         Ok(Server { stop, thread })
     }
@@ -80,11 +89,12 @@ impl Serve for Server {
 /// runtime, dropped with the thread, drops every connection.
 async fn serve(
     table: Arc<TaskTable>,
+    resources: Resources,
     listener: tokio::net::TcpListener,
     stopped: oneshot::Receiver<()>,
 ) {
     let (commands, received) = mpsc::unbounded_channel();
-    tokio::spawn(publish_loop(Arc::clone(&table), received));
+    tokio::spawn(publish_loop(Arc::clone(&table), resources, received));
     let service = InstrumentServer::new(Service { table, commands });
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     tokio::select! {

@@ -12,6 +12,7 @@
 //!   tasks is sent in several, each well under the 4 MiB a gRPC client
 //!   takes by default.
 
+use super::resources::Looked;
 use crate::scheduler::console_record::stats::now;
 use crate::scheduler::console_record::stats::wall;
 use crate::scheduler::console_record::stats::Stamp;
@@ -138,8 +139,13 @@ fn task_stats(stats: &TaskStats) -> api::tasks::Stats {
 /// changed stats, `TASKS_PER_UPDATE` at a time; the first update also
 /// registers the metadata if `with_metadata`, and counts `lost`. Always
 /// at least one update (an empty one says "nothing changed, still here").
-pub(super) fn updates(publish: Publish, with_metadata: bool) -> Vec<api::instrument::Update> {
+pub(super) fn updates(
+    publish: Publish,
+    with_metadata: bool,
+    looked: Looked,
+) -> Vec<api::instrument::Update> {
     let Publish { new, changed, lost } = publish;
+    let mut looked = Some(looked);
     let mut updates = Vec::new();
     let mut new = new.into_iter().peekable();
     let mut changed = changed.into_iter().peekable();
@@ -169,13 +175,20 @@ pub(super) fn updates(publish: Publish, with_metadata: bool) -> Vec<api::instrum
             room -= 1;
         }
         let first = updates.is_empty();
+        // The resources go with the first update, after its metadata.
+        let Looked {
+            resources,
+            async_ops,
+        } = looked.take().unwrap_or_default();
         updates.push(api::instrument::Update {
             now: Some(stamp(now())),
             task_update: Some(task_update),
-            resource_update: Some(Default::default()),
-            async_op_update: Some(Default::default()),
-            new_metadata: (first && with_metadata).then(|| api::RegisterMetadata {
-                metadata: vec![metadata()],
+            resource_update: Some(resources),
+            async_op_update: Some(async_ops),
+            new_metadata: (first && with_metadata).then(|| {
+                let mut metadata = vec![metadata()];
+                metadata.extend(super::resources::metadata());
+                api::RegisterMetadata { metadata }
             }),
         });
         if new.peek().is_none() && changed.peek().is_none() {

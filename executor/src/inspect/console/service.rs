@@ -15,6 +15,7 @@
 //!   never waits for a client.
 
 use super::proto;
+use super::resources::Resources;
 use crate::scheduler::console_record::table::TaskTable;
 use console_api as api;
 use console_api::instrument::instrument_server::Instrument;
@@ -136,6 +137,7 @@ fn send_all<T: Clone>(subscribers: &mut Vec<mpsc::Sender<Result<T, Status>>>, me
 /// is gone.
 pub(super) async fn publish_loop(
     table: Arc<TaskTable>,
+    mut resources: Resources,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let mut updates = Vec::new();
@@ -151,7 +153,8 @@ pub(super) async fn publish_loop(
                     continue;
                 }
                 if !updates.is_empty() {
-                    send_all(&mut updates, &proto::updates(table.publish(false), false));
+                    let looked = resources.look();
+                    send_all(&mut updates, &proto::updates(table.publish(false), false, looked));
                 }
                 details.retain(|(id, tx)| match table.find(*id) {
                     Some(entry) => tx.try_send(Ok(proto::details(&entry))).is_ok(),
@@ -162,14 +165,16 @@ pub(super) async fn publish_loop(
             command = commands.recv() => match command {
                 None => return,
                 Some(Command::Updates(tx)) => {
+                    let looked = resources.look();
                     if !updates.is_empty() {
-                        send_all(&mut updates, &proto::updates(table.publish(false), false));
+                        send_all(&mut updates, &proto::updates(table.publish(false), false, looked));
                     } else {
                         // Nobody to send to: mark it all sent all the same.
                         let _ = table.publish(false);
                     }
                     let mut new = vec![tx];
-                    send_all(&mut new, &proto::updates(table.publish(true), true));
+                    let all = proto::updates(table.publish(true), true, resources.all());
+                    send_all(&mut new, &all);
                     updates.extend(new);
                 }
                 Some(Command::Details(id, tx)) => {

@@ -90,9 +90,15 @@ impl Console {
 /// What the scheduler needs of the console's server: start it (on a thread
 /// of its own), and stop it with the pool.
 pub(crate) trait Serve: Sized + Send + 'static {
-    /// Serve `table` on `listener` from a new thread of pool `prefix`
+    /// Serve `table`, and what the tasks of `registry` wait on (the
+    /// Resources view), on `listener` from a new thread of pool `prefix`
     /// (`ThreadKind::Console`).
-    fn start(table: Arc<TaskTable>, listener: TcpListener, prefix: &str) -> io::Result<Self>;
+    fn start(
+        table: Arc<TaskTable>,
+        registry: std::sync::Weak<super::registry::Registry>,
+        listener: TcpListener,
+        prefix: &str,
+    ) -> io::Result<Self>;
 
     /// Stop serving, and join the thread.
     fn stop(self);

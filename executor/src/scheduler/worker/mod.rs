@@ -56,14 +56,17 @@ use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::Round;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
+use crate::task::header::TaskHeader;
 use crate::task::id::TaskId;
 use crate::task::owned::Slot;
+use crate::task::waits::{Wait, WaitScratch};
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
 use local::LocalTasks;
 use removals::Removals;
 use search::XorShift64Star;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -130,6 +133,13 @@ pub(crate) struct WorkerThread {
     /// back by those dropped here (`task/share.rs`); the rest of the batch
     /// goes back to the pool's count when this thread leaves (`Drop`).
     shares: Cell<usize>,
+    /// The header of the task being polled here (the innermost, while a
+    /// poll runs another task's nested in it), for the pool futures that
+    /// record what it waits on (`note_wait`).
+    polling: Cell<Option<NonNull<TaskHeader>>>,
+    /// The waits a task's poll replaces, kept for their `since`
+    /// (`task/waits.rs`).
+    wait_scratch: RefCell<WaitScratch>,
 }
 
 impl WorkerThread {
@@ -410,6 +420,9 @@ impl WorkerThread {
         let id = runnable.metadata().id();
         let stats = self.stats();
         let outer = stats.begin_poll(id);
+        let outer_task = self
+            .polling
+            .replace(Some(NonNull::from(runnable.metadata())));
         let was_marked = self.marked_blocked.get();
         let start = self.trace_now();
         let timed = self.time_polls.map(|clock| (clock, clock.now()));
@@ -431,11 +444,27 @@ impl WorkerThread {
         }
         self.trace(Kind::Poll, start, id.as_u64());
         stats.end_poll(outer);
+        self.polling.set(outer_task);
         if !was_marked && self.marked_blocked.get() {
             // The poll marked the worker blocked and returned (panicked, or
             // awaited) without unmarking: it is not blocked any more.
             self.mark_blocked(false);
         }
+    }
+
+    /// A pool future returned `Pending` for `wait` in the poll under way on
+    /// this worker: record it for that poll's task (`task/waits.rs`). A
+    /// few loads and stores: no lock, no allocation.
+    #[inline]
+    pub(crate) fn note_wait(&self, wait: Wait) {
+        let Some(header) = self.polling.get() else {
+            return;
+        };
+        // SAFETY: `polling` names the task of a `runnable.run()` under way
+        // on this thread (`execute` sets it around the run and restores it
+        // after), and the run keeps the task's allocation alive.
+        let header = unsafe { header.as_ref() };
+        header.record_wait(wait, self.registry.clock().now(), &self.wait_scratch);
     }
 
     /// A start time for `trace` (0 when the pool is not traced).
@@ -688,6 +717,8 @@ pub(crate) fn main_loop(
         host: registry.worker_host(index),
         time_polls: registry.poll_clock(),
         shares: Cell::new(0),
+        polling: Cell::new(None),
+        wait_scratch: RefCell::default(),
         registry,
     };
     let _exit = ExitGuard(Arc::clone(&this.registry));
