@@ -283,9 +283,14 @@ impl TaskHeader {
     }
 
     /// Record `wait` for this task's poll under way (on the polling
-    /// thread, `waits.rs`), at coarse time `now`.
+    /// thread, `waits.rs`), at coarse time `now()` if it begins now.
     #[inline]
-    pub(crate) fn record_wait(&self, wait: Wait, now: u32, scratch: &RefCell<WaitScratch>) {
+    pub(crate) fn record_wait(
+        &self,
+        wait: Wait,
+        now: impl FnOnce() -> u32,
+        scratch: &RefCell<WaitScratch>,
+    ) {
         let Some(slot) = self.slot() else {
             return;
         };

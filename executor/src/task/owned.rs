@@ -319,14 +319,16 @@ impl OwnedTasks {
     }
 
     /// Record `wait` for the task `id` registered in `slot`, in its poll
-    /// `poll`, at coarse time `now` (`waits.rs`; on the polling thread).
+    /// `poll`, at coarse time `now()` if it begins now (`waits.rs`; on the
+    /// polling thread).
+    #[inline]
     pub(crate) fn record_wait(
         &self,
         slot: Slot,
         id: u64,
         poll: u32,
         wait: Wait,
-        now: u32,
+        now: impl FnOnce() -> u32,
         scratch: &std::cell::RefCell<WaitScratch>,
     ) {
         self.boards[slot.shard].record(slot.key, id, poll, wait, now, scratch);

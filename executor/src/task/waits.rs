@@ -30,8 +30,13 @@
 //!   nothing no longer hides its predecessor's records.
 //! * A board's segments are allocated the first time a key in their range
 //!   records (zeroed: a zero slot belongs to no task), installed with one
-//!   compare-exchange, and freed only with the board: a slot's address
-//!   never changes.
+//!   compare-exchange, and let go only with the board: a slot's address
+//!   never changes. A segment let go is kept for the next board that
+//!   needs one of its size (`SPARES`; a pool made per test or per
+//!   benchmark repetition then pays no page faults for it), as it is: its
+//!   slots hold the ids of tasks of a pool that is gone, and task ids are
+//!   never reused in a process, so no reader or writer takes them for its
+//!   own.
 //! * The board is not the sleep protocol: every atomic here is a record,
 //!   and nothing here blocks, wakes or posts work.
 
@@ -325,7 +330,8 @@ struct WaitSlot {
 #[derive(Default)]
 pub(crate) struct WaitScratch {
     owner: (u64, u32),
-    old: Vec<(u64, u64, u64, u32)>,
+    len: usize,
+    old: [(u64, u64, u64, u32); RECORDS],
 }
 
 /// A copy of one task's waits (`WaitBoard::read`): each with the coarse
@@ -374,6 +380,46 @@ fn segment_layout(segment: usize) -> Layout {
     Layout::array::<WaitSlot>(FIRST << segment).expect("a wait segment's size fits a usize")
 }
 
+/// Segments up to this index (1 MiB, 8 192 slots) are kept when a board
+/// is dropped, `SPARES_EACH` of each size at most.
+const SPARE_SEGMENTS: usize = 10;
+const SPARES_EACH: usize = 4;
+
+/// The segments let go by dropped boards, by index, for the next boards
+/// (module invariants). A lock taken only when a segment is made or let
+/// go.
+static SPARES: [std::sync::Mutex<Vec<SpareSegment>>; SPARE_SEGMENTS] =
+    [const { std::sync::Mutex::new(Vec::new()) }; SPARE_SEGMENTS];
+
+/// A segment no board holds.
+struct SpareSegment(*mut WaitSlot);
+
+// SAFETY: a spare segment is plain memory of atomics that nothing points
+// into; whoever takes it owns it.
+unsafe impl Send for SpareSegment {}
+
+/// A spare segment of index `segment`, if one is kept.
+fn take_spare(segment: usize) -> Option<*mut WaitSlot> {
+    let spares = SPARES.get(segment)?;
+    let mut spares = spares.lock().unwrap_or_else(|e| e.into_inner());
+    spares.pop().map(|s| s.0)
+}
+
+/// Keep `base`, a segment of index `segment` that no board holds, or free
+/// it.
+fn let_go(segment: usize, base: *mut WaitSlot) {
+    if let Some(spares) = SPARES.get(segment) {
+        let mut spares = spares.lock().unwrap_or_else(|e| e.into_inner());
+        if spares.len() < SPARES_EACH {
+            spares.push(SpareSegment(base));
+            return;
+        }
+    }
+    // SAFETY: allocated by `install` with this segment's layout, and held
+    // by no board.
+    unsafe { std::alloc::dealloc(base.cast(), segment_layout(segment)) };
+}
+
 impl WaitBoard {
     /// The slot of `key`, its segment allocated if this is the first time.
     fn slot(&self, key: usize) -> &WaitSlot {
@@ -392,12 +438,16 @@ impl WaitBoard {
 
     #[cold]
     fn install(&self, segment: usize) -> *mut WaitSlot {
-        let layout = segment_layout(segment);
-        // SAFETY: the layout is not zero-sized; zeroed atomics are valid.
-        let new = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<WaitSlot>();
-        if new.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
+        let new = take_spare(segment).unwrap_or_else(|| {
+            let layout = segment_layout(segment);
+            // SAFETY: the layout is not zero-sized; zeroed atomics are
+            // valid.
+            let new = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<WaitSlot>();
+            if new.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            new
+        });
         match self.segments[segment].compare_exchange(
             std::ptr::null_mut(),
             new,
@@ -406,9 +456,8 @@ impl WaitBoard {
         ) {
             Ok(_) => new,
             Err(theirs) => {
-                // SAFETY: `new` was allocated above with `layout` and never
-                // published.
-                unsafe { std::alloc::dealloc(new.cast(), layout) };
+                // `new` was never published.
+                let_go(segment, new);
                 theirs
             }
         }
@@ -424,7 +473,7 @@ impl WaitBoard {
         id: u64,
         poll: u32,
         wait: Wait,
-        now: u32,
+        now: impl FnOnce() -> u32,
         scratch: &RefCell<WaitScratch>,
     ) {
         let slot = self.slot(key);
@@ -434,45 +483,43 @@ impl WaitBoard {
         // that the task's hand-off ordered.
         let task = slot.task.load(Ordering::Relaxed);
         let same_task = task & ID_MASK == id;
+        let head = wait.head();
         let count = if same_task && slot.poll.load(Ordering::Relaxed) == poll {
             if scratch.owner != (id, poll) {
                 scratch.owner = (id, poll);
-                scratch.old.clear();
+                scratch.len = 0;
             }
-            (task >> ID_BITS) as usize
+            let count = (task >> ID_BITS) as usize;
+            // A future polled twice in one poll (a loop around a `select`)
+            // is one wait.
+            let again = slot.records[..count.min(RECORDS)].iter().any(|r| {
+                r[0].load(Ordering::Relaxed) & u64::from(u32::MAX) == head
+                    && r[1].load(Ordering::Relaxed) == wait.a
+                    && r[2].load(Ordering::Relaxed) == wait.b
+            });
+            if again {
+                return;
+            }
+            count
         } else {
             // A new poll: keep what the last one recorded, for `since`.
             scratch.owner = (id, poll);
-            scratch.old.clear();
+            scratch.len = 0;
             if same_task {
                 let last = ((task >> ID_BITS) as usize).min(RECORDS);
-                for r in &slot.records[..last] {
+                for (r, old) in slot.records[..last].iter().zip(&mut scratch.old) {
                     let head = r[0].load(Ordering::Relaxed);
                     let (a, b) = (r[1].load(Ordering::Relaxed), r[2].load(Ordering::Relaxed));
-                    scratch
-                        .old
-                        .push((head & u64::from(u32::MAX), a, b, (head >> 32) as u32));
+                    *old = (head & u64::from(u32::MAX), a, b, (head >> 32) as u32);
                 }
+                scratch.len = last;
             }
             0
         };
-        let head = wait.head();
-        // A future polled twice in one poll (a loop around a `select`) is
-        // one wait.
-        let kept = count.min(RECORDS);
-        let again = slot.records[..kept].iter().any(|r| {
-            r[0].load(Ordering::Relaxed) & u64::from(u32::MAX) == head
-                && r[1].load(Ordering::Relaxed) == wait.a
-                && r[2].load(Ordering::Relaxed) == wait.b
-        });
-        if again {
-            return;
-        }
-        let since = scratch
-            .old
+        let since = scratch.old[..scratch.len]
             .iter()
             .find(|o| (o.0, o.1, o.2) == (head, wait.a, wait.b))
-            .map_or(now, |o| o.3);
+            .map_or_else(now, |o| o.3);
         let seq = slot.seq.load(Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         // Release: a reader that sees any store below also sees `seq` odd
@@ -548,9 +595,8 @@ impl Drop for WaitBoard {
         for (segment, cell) in self.segments.iter_mut().enumerate() {
             let base = *cell.get_mut();
             if !base.is_null() {
-                // SAFETY: allocated by `install` with this segment's layout,
-                // and nobody reads the board any more (`&mut self`).
-                unsafe { std::alloc::dealloc(base.cast(), segment_layout(segment)) };
+                // Nobody reads or writes the board any more (`&mut self`).
+                let_go(segment, base);
             }
         }
     }
@@ -588,8 +634,8 @@ mod tests {
         let board = WaitBoard::default();
         let scratch = RefCell::default();
         assert!(board.read(5, 7, 1).is_none(), "nothing recorded yet");
-        board.record(5, 7, 1, sleep(100), 10, &scratch);
-        board.record(5, 7, 1, sleep(200), 10, &scratch);
+        board.record(5, 7, 1, sleep(100), || 10, &scratch);
+        board.record(5, 7, 1, sleep(200), || 10, &scratch);
         let copy = board.read(5, 7, 1).unwrap();
         assert_eq!(copy.recorded, 2);
         assert_eq!(copy.waits, [(sleep(100), 10), (sleep(200), 10)]);
@@ -600,20 +646,20 @@ mod tests {
         assert!(board.read(5, 8, 1).is_none(), "another task at the key");
 
         // The next poll: one wait goes on (its since kept), one is new.
-        board.record(5, 7, 2, sleep(200), 30, &scratch);
-        board.record(5, 7, 2, sleep(300), 30, &scratch);
+        board.record(5, 7, 2, sleep(200), || 30, &scratch);
+        board.record(5, 7, 2, sleep(300), || 30, &scratch);
         let copy = board.read(5, 7, 2).unwrap();
         assert_eq!(copy.waits, [(sleep(200), 10), (sleep(300), 30)]);
 
         // Past RECORDS, waits are counted only.
         for d in 0..6 {
-            board.record(5, 7, 3, sleep(d), 40, &scratch);
+            board.record(5, 7, 3, sleep(d), || 40, &scratch);
         }
         let copy = board.read(5, 7, 3).unwrap();
         assert_eq!((copy.waits.len(), copy.recorded), (RECORDS, 6));
 
         // A new task at the same key starts afresh.
-        board.record(5, 9, 1, sleep(200), 50, &scratch);
+        board.record(5, 9, 1, sleep(200), || 50, &scratch);
         assert_eq!(board.read(5, 9, 1).unwrap().waits, [(sleep(200), 50)]);
     }
 
@@ -626,8 +672,8 @@ mod tests {
                 let scratch = RefCell::default();
                 for poll in 1..20_000u32 {
                     // Every poll records two waits whose numbers agree.
-                    board.record(0, 1, poll, sleep(u64::from(poll)), poll, &scratch);
-                    board.record(0, 1, poll, sleep(u64::from(poll) << 20), poll, &scratch);
+                    board.record(0, 1, poll, sleep(u64::from(poll)), || poll, &scratch);
+                    board.record(0, 1, poll, sleep(u64::from(poll) << 20), || poll, &scratch);
                 }
             })
         };

@@ -464,7 +464,7 @@ impl WorkerThread {
         // on this thread (`execute` sets it around the run and restores it
         // after), and the run keeps the task's allocation alive.
         let header = unsafe { header.as_ref() };
-        header.record_wait(wait, self.registry.clock().now(), &self.wait_scratch);
+        header.record_wait(wait, || self.registry.clock().now(), &self.wait_scratch);
     }
 
     /// A start time for `trace` (0 when the pool is not traced).
