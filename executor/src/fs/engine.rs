@@ -66,7 +66,6 @@ impl Engine {
             on: op as u8,
             site: NO_SITE,
             a: fd.map_or(u64::MAX, |fd| fd as u64),
-            b: 0,
         };
         crate::context::current::with_current_worker(|registry, worker| Engine {
             registry: Arc::clone(registry),

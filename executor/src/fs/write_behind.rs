@@ -139,7 +139,6 @@ fn note_writes(std: &StdFile) {
         on: FileOp::Write as u8,
         site: NO_SITE,
         a: std::os::fd::AsRawFd::as_raw_fd(std) as u64,
-        b: 0,
     });
 }
 

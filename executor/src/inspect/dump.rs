@@ -21,7 +21,7 @@ use crate::scheduler::registry::Registry;
 use crate::task::coarse_clock::COARSE_TICK_NS;
 use crate::task::id::TaskId;
 use crate::task::site;
-use crate::task::waits::{self, FileOp, Resource, Wait, WaitKind, NO_SITE, RECORDS};
+use crate::task::waits::{FileOp, Resource, Wait, WaitKind, NO_SITE, RECORDS};
 use std::fmt;
 use std::panic::Location;
 use std::time::{Duration, Instant};
@@ -270,7 +270,8 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
             if unlisted > 0 {
                 points.push(WaitPoint {
                     what: format!(
-                        "{unlisted} more pool futures (not kept: a poll keeps {RECORDS})"
+                        "{unlisted} more pool future{} (not kept: a poll keeps {RECORDS})",
+                        if unlisted == 1 { "" } else { "s" }
                     ),
                     at: None,
                     since: Duration::ZERO,
@@ -289,19 +290,17 @@ pub(crate) fn collect(registry: &Registry) -> Vec<TaskInfo> {
 /// `wait` in words, its timers measured against the pool's time `now`,
 /// its tasks named from `names` (the dump's other tasks).
 fn describe(wait: &Wait, now: Instant, names: &std::collections::HashMap<u64, &str>) -> String {
-    let left = |deadline: u64| {
-        let deadline = waits::from_clock_ns(deadline);
-        match deadline.checked_duration_since(now) {
-            Some(left) if !left.is_zero() => format!("{} left", seconds(round_tenth(left))),
-            _ => "due".to_string(),
-        }
+    let (deadline, asked) = wait.timer_parts();
+    let left = || match deadline.checked_duration_since(now) {
+        Some(left) if !left.is_zero() => format!("{} left", seconds(round_tenth(left))),
+        _ => "due".to_string(),
     };
-    let asked = |ns: u64| seconds(Duration::from_nanos(ns));
+    let asked = || asked.map(seconds).unwrap_or_default();
     match wait.kind {
-        WaitKind::Sleep if wait.b == u64::MAX => format!("sleep_until ({})", left(wait.a)),
-        WaitKind::Sleep => format!("sleep {} ({})", asked(wait.b), left(wait.a)),
-        WaitKind::Timeout => format!("timeout {} ({})", asked(wait.b), left(wait.a)),
-        WaitKind::Interval => format!("interval tick every {} ({})", asked(wait.b), left(wait.a)),
+        WaitKind::Sleep if wait.timer_parts().1.is_none() => format!("sleep_until ({})", left()),
+        WaitKind::Sleep => format!("sleep {} ({})", asked(), left()),
+        WaitKind::Timeout => format!("timeout {} ({})", asked(), left()),
+        WaitKind::Interval => format!("interval tick every {} ({})", asked(), left()),
         WaitKind::Read | WaitKind::Write => {
             let resource = Resource::from_u8(wait.on);
             let fd = wait.a as i32;

@@ -233,7 +233,6 @@ impl<S: Source> PollEvented<S> {
                             on: resource as u8,
                             site,
                             a: fd as u64,
-                            b: 0,
                         });
                     }
                     return Poll::Pending;

@@ -46,7 +46,7 @@ use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// The records a slot keeps for one poll: the `Wait`s after these are
 /// counted only.
-pub(crate) const RECORDS: usize = 4;
+pub(crate) const RECORDS: usize = 3;
 
 /// Slots in a board's first segment; segment `s` has `FIRST << s`.
 const FIRST: usize = 16;
@@ -62,12 +62,12 @@ pub(crate) const NO_SITE: u16 = u16::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub(crate) enum WaitKind {
-    /// `time::sleep` / `sleep_until`: `a` the deadline (`clock_ns`), `b`
-    /// the duration asked for in ns (`u64::MAX` for `sleep_until`).
+    /// `time::sleep` / `sleep_until`: `a` the deadline and the duration
+    /// asked for (none for `sleep_until`), packed (`Wait::timer`).
     Sleep = 1,
     /// `time::timeout`'s deadline: as `Sleep`.
     Timeout,
-    /// `time::interval`'s next tick: `a` its due time, `b` the period.
+    /// `time::interval`'s next tick: its due time and the period, packed.
     Interval,
     /// Read readiness of the socket, pipe or descriptor `on` (a
     /// `Resource`), `a` its descriptor: a read, a receive, an accept (a
@@ -224,26 +224,72 @@ impl FileOp {
 
 /// One wait a pool future recorded: what it is, the site index of the
 /// line that made it (`site::index_of` with `WAIT_SITE`, or `NO_SITE`),
-/// and two numbers whose meaning `kind` gives.
+/// and a number whose meaning `kind` gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Wait {
     pub(crate) kind: WaitKind,
     pub(crate) on: u8,
     pub(crate) site: u16,
     pub(crate) a: u64,
-    pub(crate) b: u64,
 }
 
+/// A timer's `a`: its deadline in milliseconds from `origin` (40 bits:
+/// 34 years), and the duration it was asked for in 24 bits (`ASKED_*`).
+const DEADLINE_SHIFT: u32 = 24;
+/// An asked duration in seconds rather than milliseconds (23 bits each:
+/// 2.3 hours of milliseconds, 97 days of seconds).
+const ASKED_SECS: u64 = 1 << 23;
+const ASKED_VALUE: u64 = ASKED_SECS - 1;
+/// No duration was asked (`sleep_until`).
+const ASKED_NONE: u64 = (1 << DEADLINE_SHIFT) - 1;
+
 impl Wait {
-    /// A wait with no resource and no second number.
+    /// A wait with no resource.
     pub(crate) fn new(kind: WaitKind, site: u16, a: u64) -> Wait {
         Wait {
             kind,
             on: 0,
             site,
             a,
-            b: 0,
         }
+    }
+
+    /// A timer's wait: its deadline (a pool time) and the duration or
+    /// period asked for, to the millisecond (one asked for over 2.3 hours,
+    /// to the second; over 97 days, as 97 days).
+    pub(crate) fn timer(
+        kind: WaitKind,
+        site: u16,
+        deadline: std::time::Instant,
+        asked: Option<std::time::Duration>,
+    ) -> Wait {
+        let ms = deadline.saturating_duration_since(origin()).as_millis() as u64;
+        let asked = match asked {
+            None => ASKED_NONE,
+            Some(d) if d.as_millis() < u128::from(ASKED_SECS) => d.as_millis() as u64,
+            Some(d) => ASKED_SECS | d.as_secs().min(ASKED_VALUE - 1),
+        };
+        Wait::new(kind, site, (ms << DEADLINE_SHIFT) | asked)
+    }
+
+    /// A timer's deadline and asked duration (`timer`).
+    pub(crate) fn timer_parts(&self) -> (std::time::Instant, Option<std::time::Duration>) {
+        let deadline = origin() + std::time::Duration::from_millis(self.a >> DEADLINE_SHIFT);
+        match self.a & ASKED_NONE {
+            ASKED_NONE => (deadline, None),
+            a if a & ASKED_SECS != 0 => (
+                deadline,
+                Some(std::time::Duration::from_secs(a & ASKED_VALUE)),
+            ),
+            a => (deadline, Some(std::time::Duration::from_millis(a))),
+        }
+    }
+
+    /// A timer's asked duration as packed, which an interval keeps as its
+    /// deadline moves (the console's resources).
+    #[cfg(feature = "console")]
+    pub(crate) fn timer_asked_bits(&self) -> u64 {
+        self.a & ASKED_NONE
     }
 
     /// The record's first word, `since` aside: kind, resource, site.
@@ -251,14 +297,13 @@ impl Wait {
         self.kind as u64 | u64::from(self.on) << 8 | u64::from(self.site) << 16
     }
 
-    fn from_words(head: u64, a: u64, b: u64) -> Option<(Wait, u32)> {
+    fn from_words(head: u64, a: u64) -> Option<(Wait, u32)> {
         let kind = WaitKind::from_u8(head as u8)?;
         let wait = Wait {
             kind,
             on: (head >> 8) as u8,
             site: (head >> 16) as u16,
             a,
-            b,
         };
         Some((wait, (head >> 32) as u32))
     }
@@ -278,20 +323,9 @@ fn never(_: *const ()) {
     unreachable!("a wait site's vtable only names the site")
 }
 
-/// A pool time (`std`'s `Instant` on the pool's clock) in a record: its
-/// nanoseconds from a process-wide origin, which `origin` fixes before any
-/// pool's clock starts (`PoolClock::new` calls it), so that no pool time
-/// lies before it.
-pub(crate) fn clock_ns(t: std::time::Instant) -> u64 {
-    t.saturating_duration_since(origin()).as_nanos() as u64
-}
-
-/// The pool time of a record's `clock_ns`.
-pub(crate) fn from_clock_ns(ns: u64) -> std::time::Instant {
-    origin() + std::time::Duration::from_nanos(ns)
-}
-
-/// The origin of `clock_ns`: the first time anyone asked.
+/// The origin of the pool times in records (`Wait::timer`): the first
+/// time anyone asked, which `PoolClock::new` makes before any pool's
+/// clock starts, so that no pool time lies before it.
 pub(crate) fn origin() -> std::time::Instant {
     static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     *ORIGIN.get_or_init(std::time::Instant::now)
@@ -308,18 +342,18 @@ pub(crate) fn site_of(at: &'static std::panic::Location<'static>) -> u16 {
 const ID_BITS: u32 = 48;
 const ID_MASK: u64 = (1 << ID_BITS) - 1;
 
-/// One task's waits: 16 bytes of header and `RECORDS` records of three
-/// words (the head with `since` in its top 32 bits, `a`, `b`), on two
-/// cache lines of their own, so that two tasks polled on two workers do
-/// not write one line.
-#[repr(C, align(128))]
+/// One task's waits: 16 bytes of header and `RECORDS` records of two
+/// words (the head with `since` in its top 32 bits, then `a`), on a cache
+/// line of its own, so that two tasks polled on two workers do not write
+/// one line.
+#[repr(C, align(64))]
 struct WaitSlot {
     seq: AtomicU32,
     /// The task's poll count (its header's) when these were recorded.
     poll: AtomicU32,
     /// The task's id and how many waits its poll recorded.
     task: AtomicU64,
-    records: [[AtomicU64; 3]; RECORDS],
+    records: [[AtomicU64; 2]; RECORDS],
 }
 
 /// What the recording thread keeps of the records a new poll replaces, so
@@ -331,7 +365,7 @@ struct WaitSlot {
 pub(crate) struct WaitScratch {
     owner: (u64, u32),
     len: usize,
-    old: [(u64, u64, u64, u32); RECORDS],
+    old: [(u64, u64, u32); RECORDS],
 }
 
 /// A copy of one task's waits (`WaitBoard::read`): each with the coarse
@@ -380,9 +414,9 @@ fn segment_layout(segment: usize) -> Layout {
     Layout::array::<WaitSlot>(FIRST << segment).expect("a wait segment's size fits a usize")
 }
 
-/// Segments up to this index (1 MiB, 8 192 slots) are kept when a board
+/// Segments up to this index (1 MiB, 16 384 slots) are kept when a board
 /// is dropped, `SPARES_EACH` of each size at most.
-const SPARE_SEGMENTS: usize = 10;
+const SPARE_SEGMENTS: usize = 11;
 const SPARES_EACH: usize = 4;
 
 /// The segments let go by dropped boards, by index, for the next boards
@@ -495,7 +529,6 @@ impl WaitBoard {
             let again = slot.records[..count.min(RECORDS)].iter().any(|r| {
                 r[0].load(Ordering::Relaxed) & u64::from(u32::MAX) == head
                     && r[1].load(Ordering::Relaxed) == wait.a
-                    && r[2].load(Ordering::Relaxed) == wait.b
             });
             if again {
                 return;
@@ -509,8 +542,8 @@ impl WaitBoard {
                 let last = ((task >> ID_BITS) as usize).min(RECORDS);
                 for (r, old) in slot.records[..last].iter().zip(&mut scratch.old) {
                     let head = r[0].load(Ordering::Relaxed);
-                    let (a, b) = (r[1].load(Ordering::Relaxed), r[2].load(Ordering::Relaxed));
-                    *old = (head & u64::from(u32::MAX), a, b, (head >> 32) as u32);
+                    let a = r[1].load(Ordering::Relaxed);
+                    *old = (head & u64::from(u32::MAX), a, (head >> 32) as u32);
                 }
                 scratch.len = last;
             }
@@ -518,8 +551,8 @@ impl WaitBoard {
         };
         let since = scratch.old[..scratch.len]
             .iter()
-            .find(|o| (o.0, o.1, o.2) == (head, wait.a, wait.b))
-            .map_or_else(now, |o| o.3);
+            .find(|o| (o.0, o.1) == (head, wait.a))
+            .map_or_else(now, |o| o.2);
         let seq = slot.seq.load(Ordering::Relaxed);
         slot.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
         // Release: a reader that sees any store below also sees `seq` odd
@@ -531,7 +564,6 @@ impl WaitBoard {
         if let Some(r) = slot.records.get(count) {
             r[0].store(head | u64::from(since) << 32, Ordering::Relaxed);
             r[1].store(wait.a, Ordering::Relaxed);
-            r[2].store(wait.b, Ordering::Relaxed);
         }
         let recorded = (count as u64 + 1).min(u64::MAX >> ID_BITS);
         slot.task.store(id | recorded << ID_BITS, Ordering::Relaxed);
@@ -558,17 +590,13 @@ impl WaitBoard {
             let task = slot.task.load(Ordering::Relaxed);
             let their_poll = slot.poll.load(Ordering::Relaxed);
             let recorded = (task >> ID_BITS) as usize;
-            let mut words = [[0u64; 3]; RECORDS];
+            let mut words = [[0u64; 2]; RECORDS];
             for (w, r) in words
                 .iter_mut()
                 .zip(&slot.records)
                 .take(recorded.min(RECORDS))
             {
-                *w = [
-                    r[0].load(Ordering::Relaxed),
-                    r[1].load(Ordering::Relaxed),
-                    r[2].load(Ordering::Relaxed),
-                ];
+                *w = [r[0].load(Ordering::Relaxed), r[1].load(Ordering::Relaxed)];
             }
             // Acquire: the loads above are ordered before this reading of
             // `seq`; equal to `before`, no write overlapped them.
@@ -582,7 +610,7 @@ impl WaitBoard {
             let waits = words
                 .iter()
                 .take(recorded.min(RECORDS))
-                .filter_map(|w| Wait::from_words(w[0], w[1], w[2]))
+                .filter_map(|w| Wait::from_words(w[0], w[1]))
                 .collect();
             return Some(WaitCopy { waits, recorded });
         }
@@ -607,13 +635,7 @@ mod tests {
     use super::*;
 
     fn sleep(deadline: u64) -> Wait {
-        Wait {
-            kind: WaitKind::Sleep,
-            on: 0,
-            site: 3,
-            a: deadline,
-            b: 1000,
-        }
+        Wait::new(WaitKind::Sleep, 3, deadline)
     }
 
     #[test]

@@ -129,28 +129,38 @@ pub fn sleep_until(deadline: impl Into<Instant>) -> Sleep {
     Sleep {
         deadline: deadline.into().into_std(),
         entry: TimerEntry::new(),
-        made: Made::here(WaitKind::Sleep, u64::MAX),
+        made: Made::here(WaitKind::Sleep, None),
     }
 }
 
 /// What a [`Sleep`] is, for the task that waits on it (`TaskInfo::waiting_on`):
 /// a sleep, a timeout or an interval's tick, the duration or period it was
-/// asked for (ns; `u64::MAX` for `sleep_until`), and where it was made.
+/// asked for (in milliseconds, `NOT_ASKED` for `sleep_until`), and where
+/// it was made: 8 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Made {
     kind: WaitKind,
     site: u16,
-    asked: u64,
+    asked_ms: u32,
 }
+
+/// `Made::asked_ms` of a `sleep_until`.
+const NOT_ASKED: u32 = u32::MAX;
 
 impl Made {
     #[track_caller]
-    fn here(kind: WaitKind, asked: u64) -> Made {
+    fn here(kind: WaitKind, asked: Option<Duration>) -> Made {
         Made {
             kind,
             site: waits::site_of(std::panic::Location::caller()),
-            asked,
+            asked_ms: asked.map_or(NOT_ASKED, |d| {
+                d.as_millis().min(u128::from(NOT_ASKED - 1)) as u32
+            }),
         }
+    }
+
+    fn asked(self) -> Option<Duration> {
+        (self.asked_ms != NOT_ASKED).then(|| Duration::from_millis(self.asked_ms.into()))
     }
 }
 
@@ -178,10 +188,7 @@ impl Sleep {
         Sleep {
             deadline,
             entry,
-            made: Made::here(
-                kind,
-                duration.as_nanos().min(u128::from(u64::MAX - 1)) as u64,
-            ),
+            made: Made::here(kind, Some(duration)),
         }
     }
 
@@ -223,14 +230,13 @@ impl Future for Sleep {
         // (`scheduler/coop.rs`), as every operation of the pool's does.
         let poll = coop::budget_poll(cx, |cx| this.entry.poll_until(this.deadline, cx));
         if poll.is_pending() {
-            let Made { kind, site, asked } = this.made;
-            note_wait(Wait {
-                kind,
-                on: 0,
-                site,
-                a: waits::clock_ns(this.deadline),
-                b: asked,
-            });
+            let made = this.made;
+            note_wait(Wait::timer(
+                made.kind,
+                made.site,
+                this.deadline,
+                made.asked(),
+            ));
         }
         poll
     }
@@ -329,7 +335,7 @@ pub fn interval(period: Duration) -> Interval {
         "pool::time::interval: the period must be longer than zero"
     );
     let mut sleep = Sleep::after(Duration::ZERO, WaitKind::Interval);
-    sleep.made.asked = period.as_nanos().min(u128::from(u64::MAX - 1)) as u64;
+    sleep.made = Made::here(WaitKind::Interval, Some(period));
     Interval { period, sleep }
 }
 

@@ -54,7 +54,7 @@ type Key = (WaitKind, u8, u16, u64);
 /// writing is one, an interval is one across its ticks.
 fn key(wait: &Wait) -> Key {
     match wait.kind {
-        WaitKind::Interval => (WaitKind::Interval, 0, wait.site, wait.b),
+        WaitKind::Interval => (WaitKind::Interval, 0, wait.site, wait.timer_asked_bits()),
         WaitKind::Read | WaitKind::Write => (WaitKind::Read, wait.on, wait.site, wait.a),
         kind => (kind, wait.on, wait.site, wait.a),
     }
@@ -289,8 +289,8 @@ fn describe(
                 _ => "Interval",
             };
             let mut attrs = Vec::new();
-            if wait.b != u64::MAX {
-                let ms = wait.b / 1_000_000;
+            if let (_, Some(asked)) = wait.timer_parts() {
+                let ms = asked.as_millis() as u64;
                 attrs.push(attr(
                     META_TIMER,
                     "duration",
