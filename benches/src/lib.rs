@@ -37,3 +37,15 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
     v[rank.min(v.len()) - 1]
 }
+
+/// The CPU's model name (`/proc/cpuinfo`).
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}

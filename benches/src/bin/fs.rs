@@ -541,7 +541,7 @@ fn main() {
     );
     // What the figures depend on besides the runtimes: a device's speed
     // is not a runtime's (BENCHMARKS gives the table per machine).
-    println!("CPU: {}", cpu_model());
+    println!("CPU: {}", benches::cpu_model());
     println!(
         "directory: {} on {}",
         files.dir.display(),
@@ -656,18 +656,6 @@ fn modes(samples: &[f64]) -> Option<(Vec<f64>, Vec<f64>)> {
     }
     let slow = sorted.split_off(at);
     Some((sorted, slow))
-}
-
-/// The CPU's model name (`/proc/cpuinfo`).
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// The file system and block device that hold `dir`, in words: its type

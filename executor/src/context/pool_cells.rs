@@ -87,6 +87,7 @@ pub(crate) fn leave_worker() {
     WORKER.with(|w| w.set(ptr::null()));
 }
 
+#[inline]
 pub(super) fn entered<'a>() -> Option<&'a Arc<Registry>> {
     let p = ENTERED.with(Cell::get);
     // SAFETY: non-null only while `Entered::poll` polls its future on this

@@ -96,6 +96,7 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
 }
 
 /// Resume the first panic of two halves, else return both values.
+#[inline]
 pub(crate) fn both<RA, RB>(a: JobResult<RA>, b: JobResult<RB>) -> (RA, RB) {
     match (a, b) {
         (JobResult::Ok(a), JobResult::Ok(b)) => (a, b),

@@ -90,6 +90,7 @@ where
 /// Run `op` on a worker of the current pool (as `with_current` chooses it).
 /// The fast path, a worker of its own pool with no other pool entered, is
 /// the one every nested `join` of a recursion takes.
+#[inline]
 fn on_current_pool<OP, R>(op: OP) -> R
 where
     OP: FnOnce(&WorkerThread) -> R + Send,

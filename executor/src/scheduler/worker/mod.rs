@@ -387,12 +387,12 @@ impl WorkerThread {
     /// `DRIVER_INTERVAL`-th polls the I/O driver, and every
     /// `INJECTOR_INTERVAL`-th runs a task from the injector first, so that
     /// tasks woken from outside (I/O, channels) do not wait for the whole
-    /// recursion while every worker is in it.
+    /// recursion while every worker is in it (`push_tick`).
     pub(crate) fn push_job(&self, job: JobRef) {
         self.jobs.push(job);
         self.ran_jobs.set(true);
         self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
-        if self.tick() {
+        if self.push_tick() {
             if let Some(r) = self.steal_injected() {
                 self.post_stolen();
                 self.execute(r);
@@ -401,6 +401,7 @@ impl WorkerThread {
     }
 
     /// The newest job of this worker's job deque.
+    #[inline]
     pub(crate) fn take_local_job(&self) -> Option<JobRef> {
         self.jobs.pop()
     }
