@@ -13,7 +13,7 @@
 //!   workers from a random start (each victim's oldest job, the biggest
 //!   piece of a recursion, as in Rayon; else half of its tasks), then the
 //!   injector, then its deferred task (`scheduler/slot.rs`: a task its
-//!   budget made yield with nothing else queued). A join's push counts as a search for both intervals (`tick`).
+//!   budget made yield with nothing else queued). A join's push counts as a search for both intervals (`push_tick`, without the tokio queue's look).
 //! * Tasks made ready by a driver poll of this worker (busy, or asleep in
 //!   the driver) go onto its own deque and are posted as internal jobs after
 //!   the poll: the worker is awake then, and runs them if nobody steals them.
