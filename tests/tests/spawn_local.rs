@@ -187,3 +187,45 @@ fn a_local_join_handle_is_awaited_from_another_worker_and_a_join_set_takes_local
         assert_eq!(sum, 45);
     });
 }
+
+#[test]
+fn a_local_task_woken_from_another_thread_runs_while_another_local_task_yields_in_a_loop() {
+    // The yielding task always leaves the worker's local queue non-empty:
+    // the task woken elsewhere (its inbox) must still get its turn, or the
+    // yielder spins for ever waiting for it.
+    watchdog("a woken local task behind a yielding one", 10, || {
+        let pool = pool(2);
+        let (tx, rx) = oneshot::channel::<u32>();
+        let got = pool.block_on(pool.spawn(async move {
+            let (yielder, waiter) = {
+                let done = Rc::new(std::cell::Cell::new(false));
+                let yielder = {
+                    let done = Rc::clone(&done);
+                    pool::spawn_local(async move {
+                        let mut yields = 0u64;
+                        while !done.get() {
+                            pool::yield_now().await;
+                            yields += 1;
+                        }
+                        yields
+                    })
+                };
+                let waiter = pool::spawn_local(async move {
+                    let got = rx.await.unwrap();
+                    done.set(true);
+                    got
+                });
+                (yielder, waiter)
+            };
+            // Woken by a thread outside the pool, once the yielder runs.
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(20));
+                tx.send(7).unwrap();
+            });
+            let got = waiter.await.unwrap();
+            assert!(yielder.await.unwrap() > 0);
+            got
+        }));
+        assert_eq!(got.unwrap(), 7);
+    });
+}

@@ -42,13 +42,13 @@ impl LocalTasks {
         self.queue.borrow_mut().push_back(runnable);
     }
 
-    /// The next local task: from the queue, else from `inbox` (those woken
-    /// on other threads).
+    /// The next local task, in the order they were woken: the ones woken
+    /// on other threads (`inbox`, one load when it is empty) go behind the
+    /// queue first. (Taken only once the queue was empty, they waited for
+    /// ever behind a local task that yields in a loop.)
     fn pop(&self, inbox: &Inbox<Runnable>) -> Option<Runnable> {
         let mut queue = self.queue.borrow_mut();
-        if queue.is_empty() {
-            inbox.take_into(&mut *queue);
-        }
+        inbox.take_into(&mut *queue);
         queue.pop_front()
     }
 
