@@ -61,6 +61,15 @@ pub(crate) fn use_driver() -> Arc<Driver> {
     with_current(|registry| Arc::clone(registry.use_driver()))
 }
 
+/// This thread's index among the workers of the pool whose driver is
+/// `driver`, if it is one of them (its timers go into its own shard).
+#[inline]
+pub(crate) fn worker_index_of(driver: &Driver) -> Option<usize> {
+    worker()
+        .filter(|w| std::ptr::eq(&**w.registry().driver(), driver))
+        .map(|w| w.index())
+}
+
 /// Run `f` with the current pool's driver, without starting the global pool
 /// or enabling the driver for its sleepers: `None` where the current pool
 /// would be the global pool and it has not started yet. (`pool::time`

@@ -141,7 +141,7 @@ impl DriverBinding for DriverBound {
 }
 
 impl IoDriver for Driver {
-    fn new(start_paused: bool) -> io::Result<Driver> {
+    fn new(start_paused: bool, workers: usize) -> io::Result<Driver> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -156,7 +156,7 @@ impl IoDriver for Driver {
             waker,
             sources: Mutex::new(Sources::default()),
             num_sources: AtomicUsize::new(0),
-            timers: Timers::new(),
+            timers: Timers::new(workers, Instant::now()),
             clock: PoolClock::new(start_paused),
             io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
@@ -221,6 +221,22 @@ impl IoDriver for Driver {
         self.timers.unparked();
     }
 
+    fn worker_idle(&self, worker: usize) {
+        if self.timers.leave(worker) {
+            self.unpark();
+        }
+    }
+
+    #[inline]
+    fn worker_awake(&self, worker: usize) {
+        self.timers.attend(worker);
+    }
+
+    #[inline]
+    fn fire_own_timers(&self, worker: usize, wakers: &mut Vec<Waker>) {
+        self.timers.fire_own(worker, || self.clock.now(), wakers);
+    }
+
     /// Shut the driver down: wake every registered source (its waits now
     /// fail) and every timer (it completes), and refuse new ones.
     fn shut_down(&self, wakers: &mut Vec<Waker>) {
@@ -238,6 +254,21 @@ impl IoDriver for Driver {
 impl Driver {
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// The timer shard of the calling thread: its own if it is one of this
+    /// pool's workers, else the shared one (`timers.rs`).
+    #[inline]
+    pub(crate) fn timer_shard(&self) -> usize {
+        self.timers
+            .shard_of(crate::context::current::worker_index_of(self))
+    }
+
+    /// Acquisitions of a timer shard's lock by another thread than the
+    /// shard's (`Timers::foreign_locks`).
+    #[cfg(test)]
+    pub(crate) fn timer_foreign_locks(&self) -> u64 {
+        self.timers.foreign_locks()
     }
 
     /// The io_uring of worker `worker` (or, for `None`, of the threads
@@ -463,7 +494,8 @@ impl Driver {
             }
         }
         if !self.timers.is_empty() {
-            self.timers.fire(self.clock.now(), wakers);
+            self.timers
+                .fire(self.timer_shard(), self.clock.now(), wakers);
         }
         unparked
     }
@@ -539,7 +571,7 @@ impl Driver {
         let Some(now) = self.clock.advance(by) else {
             return false;
         };
-        self.timers.fire(now, wakers);
+        self.timers.fire_all(self.timer_shard(), now, wakers);
         true
     }
 
@@ -613,7 +645,7 @@ mod tests {
         did_io: bool,
         unpark_after: Option<Duration>,
     ) {
-        let driver = Arc::new(Driver::new(true).unwrap());
+        let driver = Arc::new(<Driver as IoDriver>::new(true, 1).unwrap());
         assert!(driver.try_acquire());
         if did_io {
             driver.did_io();
@@ -666,12 +698,12 @@ mod tests {
 
     #[test]
     fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {
-        let driver = Driver::new(false).unwrap();
+        let driver = <Driver as IoDriver>::new(false, 1).unwrap();
         let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let (_token, io) = driver.register(&mut socket).unwrap();
         let deadline = Instant::now() + Duration::from_secs(3600);
         assert!(matches!(
-            driver.timers.insert(deadline, Waker::noop().clone()),
+            driver.timers.insert(0, deadline, Waker::noop().clone()),
             Inserted::Yes { .. }
         ));
         let mut wakers = Vec::new();
@@ -689,7 +721,7 @@ mod tests {
         assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
         assert!(driver.register(&mut socket).is_err());
         assert!(matches!(
-            driver.timers.insert(deadline, Waker::noop().clone()),
+            driver.timers.insert(0, deadline, Waker::noop().clone()),
             Inserted::ShutDown
         ));
     }

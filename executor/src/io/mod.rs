@@ -14,12 +14,14 @@
 //! `scheduled_io.rs`, one source's readiness and waiters;
 //! `poll_evented.rs`, a registered source and `poll_io`, the try-then-wait
 //! loop of every socket, pipe and descriptor operation; `async_fd.rs`,
-//! `Async`; `timers.rs`, the timer store; `timer_entry.rs`, one timer of
+//! `Async`; `timers.rs`, the timer store, a shard per worker; `deadlines.rs`, what
+//! the shards publish to the driver's sleeper; `timer_entry.rs`, one timer of
 //! it, as `time::Sleep` holds it; `tokio_io.rs`, tokio's I/O traits on
 //! every stream, feature `tokio-io`; `uring.rs`, the io_uring of
 //! `pool::fs`; `pool_clock.rs`, the pool's time, pausable.)
 
 pub(crate) mod async_fd;
+pub(crate) mod deadlines;
 pub(crate) mod driver;
 pub(crate) mod poll_evented;
 pub(crate) mod pool_clock;

@@ -47,7 +47,7 @@ impl TimerEntry {
     /// Take the timer out of the store, if one is registered.
     pub(crate) fn cancel(&mut self) {
         if let Some((key, _)) = self.registered.take() {
-            self.driver.timers.remove(key);
+            self.driver.timers.remove(self.driver.timer_shard(), key);
         }
     }
 
@@ -60,7 +60,7 @@ impl TimerEntry {
         }
         let timers = &self.driver.timers;
         match &mut self.registered {
-            None => match timers.insert(deadline, cx.waker().clone()) {
+            None => match timers.insert(self.driver.timer_shard(), deadline, cx.waker().clone()) {
                 Inserted::Yes { key, unpark } => {
                     if unpark {
                         self.driver.unpark();
@@ -71,7 +71,7 @@ impl TimerEntry {
             },
             Some((key, waker)) => {
                 if !waker.will_wake(cx.waker()) {
-                    if !timers.update(*key, cx.waker()) {
+                    if !timers.update(self.driver.timer_shard(), *key, cx.waker()) {
                         // Not before the deadline (checked above): the
                         // store shut down.
                         self.registered = None;

@@ -47,6 +47,7 @@
 
 pub(crate) mod block_on;
 pub(crate) mod counters;
+pub(crate) mod deadlines;
 pub(crate) mod driver;
 pub(crate) mod host;
 pub(crate) mod inbox;

@@ -17,8 +17,9 @@ use std::task::Waker;
 
 /// A pool's I/O driver, as the scheduler uses it.
 pub(crate) trait IoDriver: Park + Sized + 'static {
-    /// A driver for a new pool, its clock paused if `start_paused`.
-    fn new(start_paused: bool) -> io::Result<Self>;
+    /// A driver for a new pool of `workers` workers, its clock paused if
+    /// `start_paused`.
+    fn new(start_paused: bool, workers: usize) -> io::Result<Self>;
 
     /// Is there anything a poll could find (a registered source, a pending
     /// timer)? A hint, so that the workers of a pool without I/O never poll.
@@ -61,6 +62,19 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// The holder's wait that began with `park_deadline` is over.
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     fn unparked(&self);
+
+    /// Worker `worker` goes idle (before it can sleep): the driver's
+    /// sleeper fires its timers from now on (`io/deadlines.rs`).
+    fn worker_idle(&self, worker: usize);
+
+    /// Worker `worker` is awake again: it fires its own timers
+    /// (`fire_own_timers`).
+    fn worker_awake(&self, worker: usize);
+
+    /// An awake worker's periodic duty: the wakers of its own timers that
+    /// are due into `wakers` (only its own lock; it reads the clock only
+    /// if it has timers).
+    fn fire_own_timers(&self, worker: usize, wakers: &mut Vec<Waker>);
 
     /// The pool is gone: wake every registered source (its waits now fail)
     /// and every timer (it completes) into `wakers`, and refuse new ones.

@@ -68,7 +68,7 @@ pub(crate) fn start(
         .collect();
     #[cfg(feature = "console")]
     let console_listener = config.console_listener.take();
-    let io = Arc::new(<Driver as IoDriver>::new(config.start_paused)?);
+    let io = Arc::new(<Driver as IoDriver>::new(config.start_paused, workers)?);
     let registry = Arc::new(Registry::new(stealers, config, io, look.is_some()));
 
     let mut starting = Starting {

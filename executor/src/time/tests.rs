@@ -3,11 +3,17 @@
 //! set where the workspace turns `tokio-compat` on, and so the sleeper
 //! blocks in its tokio runtime). `.ci/run` runs these with the package's
 //! own features: `cargo test -p pool --lib time::tests`.
+//!
+//! And the timer shards (`io/timers.rs`): a timer registered and fired on
+//! one awake worker takes no other thread's lock.
 
 use super::{sleep, timeout};
 use crate::builder::Builder;
+use crate::free_fns::{spawn, spawn_local, yield_now};
 use crate::time::instant::advance;
 use crate::time::instant::Instant;
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -166,5 +172,69 @@ fn a_nested_block_on_of_the_same_pool_lets_the_clock_jump() {
             inner.block_on(sleep(Duration::from_secs(60)));
             assert_eq!(start.elapsed(), Duration::from_secs(60));
         });
+    });
+}
+
+/// On a 2-worker pool, a `spawn_local` task that sleeps 100 times
+/// beside one that keeps its worker awake: the lock acquisitions of
+/// timer shards by another thread than the shard's, meanwhile.
+fn foreign_locks_of_worker_local_sleeps() -> u64 {
+    let p = Builder::new().worker_threads(2).build().unwrap();
+    p.block_on(async {
+        spawn(async {
+            let driver = crate::context::current::use_driver();
+            let (awake, sleeper) = {
+                let done = Rc::new(Cell::new(false));
+                let awake = {
+                    let done = Rc::clone(&done);
+                    spawn_local(async move {
+                        while !done.get() {
+                            yield_now().await;
+                        }
+                    })
+                };
+                (
+                    awake,
+                    spawn_local(async move {
+                        let before = driver.timer_foreign_locks();
+                        for _ in 0..100 {
+                            sleep(Duration::from_millis(1)).await;
+                        }
+                        let after = driver.timer_foreign_locks();
+                        done.set(true);
+                        after - before
+                    }),
+                )
+            };
+            let foreign = sleeper.await.unwrap();
+            awake.await.unwrap();
+            foreign
+        })
+        .await
+        .unwrap()
+    })
+}
+
+#[test]
+fn a_timer_registered_and_fired_on_one_awake_worker_takes_no_other_threads_lock() {
+    watchdog("worker-local sleeps", 60, || {
+        // A shard is taken from elsewhere only for a worker that is
+        // asleep, or awake but `SLACK` (10 ms) late firing it: on a
+        // loaded machine a preempted worker can be, so up to three
+        // runs. One store that the workers and the driver's sleeper all
+        // lock is foreign to all but one, and fails every run.
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let foreign = foreign_locks_of_worker_local_sleeps();
+            if foreign == 0 {
+                return;
+            }
+            runs.push(foreign);
+        }
+        panic!(
+            "100 sleeps registered and fired on one awake worker took timer locks \
+             from other threads in every run: {runs:?} (a worker's timers must stay \
+             in its own shard, fired by itself)"
+        );
     });
 }

@@ -46,6 +46,7 @@ pub(crate) mod removals;
 pub(crate) mod search;
 
 use super::coop;
+use super::io_driver::IoDriver;
 use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
 use super::registry::{Registry, WorkerInfo};
@@ -588,6 +589,9 @@ impl WorkerThread {
             self.removals.flush(self.registry.tasks());
             self.registry.tasks().reclaim(self.index);
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
+            // Idle: the driver's sleeper fires this worker's timers until
+            // it is busy again (`io/deadlines.rs`).
+            self.registry.driver().worker_idle(self.index);
             let mut polled_driver = false;
             // Fork-join comes in streams: after running jobs, search longer
             // before the protocol's rounds, as Rayon's workers do.
@@ -601,6 +605,7 @@ impl WorkerThread {
                     // Posts what it still sees queued, the rest of a stolen
                     // batch included, if workers sleep.
                     let woken = sleep.work_found(|| self.sees_queued_jobs());
+                    self.registry.driver().worker_awake(self.index);
                     self.stolen.set(0);
                     self.count_wakeups(woken);
                     found = Some(work);
@@ -652,6 +657,7 @@ impl WorkerThread {
                 self.io_wakers.set(wakers);
             }
             let woken = sleep.work_found(|| self.sees_queued_jobs());
+            self.registry.driver().worker_awake(self.index);
             self.count_wakeups(woken);
             self.post_deferred();
             return;

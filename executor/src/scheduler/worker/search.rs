@@ -128,8 +128,13 @@ impl WorkerThread {
     /// sleeper does after a wake.
     pub(super) fn poll_driver(&self, idle: bool) -> bool {
         let io = self.registry.driver();
-        if !io.has_interest() || !io.try_acquire() {
+        if !io.has_interest() {
             return false;
+        }
+        if !io.try_acquire() {
+            // Held by another thread (its sleeper, mostly): this worker's
+            // own timers are this worker's to fire, under its own lock.
+            return self.fire_own_timers(idle);
         }
         let start = self.trace_now();
         let mut wakers = self.io_wakers.take();
@@ -146,6 +151,24 @@ impl WorkerThread {
         };
         self.io_wakers.set(wakers);
         self.trace(Kind::Driver, start, driver_arg(found, !idle, false));
+        found > 0
+    }
+
+    /// Fire this worker's own due timers (`IoDriver::fire_own_timers`) and
+    /// wake their tasks onto its deque; true if there were any.
+    fn fire_own_timers(&self, idle: bool) -> bool {
+        let mut wakers = self.io_wakers.take();
+        self.registry
+            .driver()
+            .fire_own_timers(self.index, &mut wakers);
+        let found = if wakers.is_empty() {
+            0
+        } else if idle {
+            self.wake_ready_idle(&mut wakers)
+        } else {
+            self.wake_ready(&mut wakers)
+        };
+        self.io_wakers.set(wakers);
         found > 0
     }
 
