@@ -53,6 +53,10 @@ pub(crate) const NONE: u64 = u64::MAX;
 const NOT_PARKED: u64 = 0;
 /// `parked`: the sleeper is blocked until an unpark.
 const FOREVER: u64 = u64::MAX;
+/// `parked`: the sleeper's clock is paused: it waits for the pool to be
+/// quiet (`Park::pool_quiet` unparks it then), not for a deadline, so no
+/// writer unparks it.
+const PAUSED: u64 = u64::MAX - 1;
 
 /// One shard's published state.
 #[derive(Debug)]
@@ -151,7 +155,10 @@ impl Deadlines {
         // Relaxed: our own shard, whose last store we made.
         let earliest = published.earliest.load(Ordering::Relaxed);
         #[cfg(pool_loom_leave_reads_first)]
-        return earliest != NONE && parked != NOT_PARKED && earliest < parked - 1;
+        return earliest != NONE
+            && parked != NOT_PARKED
+            && parked != PAUSED
+            && earliest < parked - 1;
         #[cfg(not(pool_loom_leave_reads_first))]
         return earliest != NONE && self.blocked_past(earliest);
     }
@@ -169,7 +176,7 @@ impl Deadlines {
     #[inline]
     fn blocked_past(&self, due: u64) -> bool {
         let parked = self.parked.load(Ordering::Relaxed);
-        parked != NOT_PARKED && due < parked - 1
+        parked != NOT_PARKED && parked != PAUSED && due < parked - 1
     }
 
     /// Is shard `shard` due by `now` for a thread that fires it: at its
@@ -213,22 +220,23 @@ impl Deadlines {
         if until == NONE {
             return None;
         }
-        // Lower than `FOREVER`: a writer that read that unparked us, one
-        // that reads this compares.
-        // Relaxed: a writer that reads the `FOREVER` before it unparks in
-        // vain; the wait only shortens it.
+        // Below `PAUSED`: a writer that read `FOREVER` unparked us, one
+        // that reads this compares. Relaxed: a writer that reads the
+        // `FOREVER` before it unparks in vain; the wait only shortens it.
         self.parked
-            .store(until.min(FOREVER - 2) + 1, Ordering::Relaxed);
+            .store(until.min(PAUSED - 2) + 1, Ordering::Relaxed);
         Some(until)
     }
 
-    /// The sleeper blocks until an unpark (a paused clock's wait): every
-    /// insert unparks it.
-    pub(crate) fn park_forever(&self) {
-        // The sleeper's half of the hand-over, with nothing to read after
-        // its fence: the paused clock's jump reads the shards under their
-        // locks, which an insert takes.
-        self.parked.store(FOREVER, Ordering::SeqCst);
+    /// The sleeper, its clock paused, blocks until an unpark: the pool
+    /// going quiet, a resume, a pause or an advance (`io/driver.rs`). No
+    /// insert and no worker going idle unparks it: a timer inserted is a
+    /// task running, so the pool is not quiet, and it becomes quiet only
+    /// after that task and every worker are idle, which unparks it.
+    pub(crate) fn park_paused(&self) {
+        // Relaxed: no writer acts on it (`blocked_past`); it only stops
+        // them unparking in vain, and an older value makes them do so.
+        self.parked.store(PAUSED, Ordering::Relaxed);
     }
 
     /// The sleeper is no longer blocked.

@@ -221,17 +221,19 @@ impl Timers {
     /// `is_quiet` (read under every shard's lock, after the holder's poll
     /// without blocking found nothing), jump `clock` to the earliest
     /// deadline and move the wakers of the timers due then into `wakers`;
-    /// true if it did. Else the holder blocks until an unpark, and any
-    /// insert unparks it. Under the locks, the jump never passes a deadline
-    /// inserted before it, and an insert after it reads the new time.
+    /// true if it did. Else the holder blocks until an unpark (the pool
+    /// going quiet unparks it). Under the locks, the jump never passes a
+    /// deadline inserted before it, and an insert after it reads the new
+    /// time.
     pub(crate) fn jump_if_quiet(
         &self,
         clock: &PoolClock,
         is_quiet: &dyn Fn() -> bool,
         wakers: &mut Vec<Waker>,
     ) -> bool {
-        // Before the reads under the locks: an insert from here on unparks.
-        self.deadlines.park_forever();
+        // A paused clock's sleeper waits for the pool to be quiet, not for
+        // a deadline (`Deadlines::park_paused`).
+        self.deadlines.park_paused();
         let mut shards: Vec<MutexGuard<'_, Shard>> =
             self.shards.iter().map(|s| s.shard.lock()).collect();
         let first = shards
