@@ -31,7 +31,7 @@
 //! unattended) and it blocks no longer than that; if the sleeper's, the
 //! writer's read sees "for ever", or the wait the sleeper then records,
 //! and it unparks the sleeper if that is too long. Without either order
-//! the timer can be lost to the slack: `models/deadlines.rs` checks the
+//! the timer can be lost to the slack: `models/timer_hand_over.rs` checks the
 //! hand-over with loom (which models seq-cst fences, not seq-cst loads and
 //! stores, hence fences here).
 //!
@@ -144,7 +144,7 @@ impl Deadlines {
     /// from now on. True if the caller must unpark the sleeper.
     pub(crate) fn leave(&self, shard: usize) -> bool {
         let published = &self.shards[shard];
-        // The teeth of `models/deadlines.rs`: the sleeper's wait read
+        // The teeth of `models/timer_hand_over.rs`: the sleeper's wait read
         // before the store below.
         #[cfg(pool_loom_leave_reads_first)]
         let parked = self.parked.load(Ordering::Relaxed);

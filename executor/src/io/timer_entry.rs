@@ -47,7 +47,7 @@ impl TimerEntry {
     /// Take the timer out of the store, if one is registered.
     pub(crate) fn cancel(&mut self) {
         if let Some((key, _)) = self.registered.take() {
-            self.driver.timers.remove(self.driver.timer_shard(), key);
+            self.driver.timers.remove(|| self.driver.timer_shard(), key);
         }
     }
 

@@ -180,15 +180,16 @@ impl Timers {
     }
 
     /// Cancel `key` (nothing if it already fired), from the thread whose
-    /// shard is `mine`. The waker is dropped after the lock is released.
-    pub(crate) fn remove(&self, mine: usize, key: TimerKey) {
+    /// shard is `mine()`, asked only if the lock is taken. The waker is
+    /// dropped after the lock is released.
+    pub(crate) fn remove(&self, mine: impl FnOnce() -> usize, key: TimerKey) {
         let index = key.shard as usize;
         // Acquire: pairs with the fire's store; the fire removed the entry
         // before it (see the invariants for the one exception).
         if self.nanos(key.deadline) <= self.shards[index].fired_until.load(Ordering::Acquire) {
             return;
         }
-        let mut shard = self.lock(index, mine);
+        let mut shard = self.lock(index, mine());
         let removed = shard.entries.remove(&(key.deadline, key.seq));
         if removed.is_some() {
             let _ = self.publish(index, &shard);

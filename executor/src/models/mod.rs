@@ -47,7 +47,6 @@
 
 pub(crate) mod block_on;
 pub(crate) mod counters;
-pub(crate) mod deadlines;
 pub(crate) mod driver;
 pub(crate) mod host;
 pub(crate) mod inbox;
@@ -57,6 +56,7 @@ pub(crate) mod park;
 pub(crate) mod paused_jump;
 pub(crate) mod shares;
 pub(crate) mod sleep;
+pub(crate) mod timer_hand_over;
 pub(crate) mod watcher;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

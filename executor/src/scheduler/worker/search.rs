@@ -144,14 +144,21 @@ impl WorkerThread {
             self.count_wakeups(self.registry.sleep_manager().driver_released());
         }
         self.stats().bump_owned(|s| &s.driver_polls, 1);
-        let found = if idle {
-            self.wake_ready_idle(&mut wakers)
-        } else {
-            self.wake_ready(&mut wakers)
-        };
+        let found = self.wake_polled(&mut wakers, idle);
         self.io_wakers.set(wakers);
         self.trace(Kind::Driver, start, driver_arg(found, !idle, false));
         found > 0
+    }
+
+    /// Wake what a poll of this worker (`idle` or busy) made ready; how
+    /// many of them were this pool's tasks.
+    #[inline]
+    fn wake_polled(&self, wakers: &mut Vec<Waker>, idle: bool) -> usize {
+        if idle {
+            self.wake_ready_idle(wakers)
+        } else {
+            self.wake_ready(wakers)
+        }
     }
 
     /// Fire this worker's own due timers (`IoDriver::fire_own_timers`) and
@@ -161,13 +168,7 @@ impl WorkerThread {
         self.registry
             .driver()
             .fire_own_timers(self.index, &mut wakers);
-        let found = if wakers.is_empty() {
-            0
-        } else if idle {
-            self.wake_ready_idle(&mut wakers)
-        } else {
-            self.wake_ready(&mut wakers)
-        };
+        let found = self.wake_polled(&mut wakers, idle);
         self.io_wakers.set(wakers);
         found > 0
     }
@@ -189,23 +190,14 @@ impl WorkerThread {
         self.events_seen.set(io.io_events());
     }
 
-    /// Count one search (or one push of a join recursion) and do its
-    /// periodic duty: every `DRIVER_INTERVAL`-th polls the I/O driver.
+    /// Count one search and do its periodic duties: every
+    /// `DRIVER_INTERVAL`-th polls the I/O driver, and (`tokio-compat`)
+    /// every `TOKIO_QUEUE_INTERVAL`-th looks at the tokio runtime's queue.
     /// Returns whether this one looks at the injector first (every
     /// `INJECTOR_INTERVAL`-th).
     #[inline(always)]
     pub(super) fn tick(&self) -> bool {
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
-        let periodic = tick % DRIVER_INTERVAL == 0;
-        if periodic {
-            let _ = self.poll_driver(false);
-        }
-        #[cfg(feature = "tokio-compat")]
-        if tick % TOKIO_QUEUE_INTERVAL == 0 || periodic {
-            self.turn_host(periodic);
-        }
-        tick % INJECTOR_INTERVAL == 0
+        self.count_tick(true)
     }
 
     /// `tick` for a push of a join recursion (`push_job`): the same
@@ -217,13 +209,25 @@ impl WorkerThread {
     /// (that look was 2% of a fib recursion's time with `tokio-compat`).
     #[inline(always)]
     pub(super) fn push_tick(&self) -> bool {
+        self.count_tick(false)
+    }
+
+    /// `tick`, with the tokio queue's look every `TOKIO_QUEUE_INTERVAL`-th
+    /// only for a search (`search`).
+    #[inline(always)]
+    fn count_tick(&self, search: bool) -> bool {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        if tick % DRIVER_INTERVAL == 0 {
+        let periodic = tick % DRIVER_INTERVAL == 0;
+        if periodic {
             let _ = self.poll_driver(false);
-            #[cfg(feature = "tokio-compat")]
-            self.turn_host(true);
         }
+        #[cfg(feature = "tokio-compat")]
+        if periodic || (search && tick % TOKIO_QUEUE_INTERVAL == 0) {
+            self.turn_host(periodic);
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        let _ = search;
         tick % INJECTOR_INTERVAL == 0
     }
 

@@ -46,43 +46,38 @@ fn sleeper_wait(register: fn(&Deadlines) -> bool) -> Option<Option<u64>> {
     (!unparked.load(Ordering::Relaxed)).then_some(wait)
 }
 
-#[test]
-fn a_timer_of_a_worker_that_goes_idle_is_waited_for_no_later_than_its_deadline() {
-    static EXPLORED: AtomicUsize = AtomicUsize::new(0);
-    super::model("deadlines (a worker going idle)", &EXPLORED, || {
-        EXPLORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let wait = sleeper_wait(|deadlines| {
-            // The insert, under the shard's lock, then its check.
-            assert!(deadlines.set_earliest(0, DEADLINE));
-            let by_insert = deadlines.inserted(0, DEADLINE);
-            // The worker runs out of work.
-            deadlines.leave(0) | by_insert
-        });
-        if let Some(wait) = wait {
+/// Explore `register` against the sleeper's park: either it unparked the
+/// sleeper, or the sleeper's recorded wait ends by `DEADLINE`.
+fn explore(name: &'static str, explored: &'static AtomicUsize, register: fn(&Deadlines) -> bool) {
+    super::model(name, explored, move || {
+        explored.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(wait) = sleeper_wait(register) {
             assert!(
                 wait.is_some_and(|until| until <= DEADLINE),
-                "the worker went idle with a timer at {DEADLINE}, nobody unparked the \
-                 sleeper, and it waits until {wait:?}"
+                "{name}: a timer at {DEADLINE}, nobody unparked the sleeper, and it \
+                 waits until {wait:?}"
             );
         }
     });
 }
 
 #[test]
+fn a_timer_of_a_worker_that_goes_idle_is_waited_for_no_later_than_its_deadline() {
+    static EXPLORED: AtomicUsize = AtomicUsize::new(0);
+    explore("deadlines (a worker going idle)", &EXPLORED, |deadlines| {
+        // The insert, under the shard's lock, then its check.
+        assert!(deadlines.set_earliest(0, DEADLINE));
+        let by_insert = deadlines.inserted(0, DEADLINE);
+        // The worker runs out of work.
+        deadlines.leave(0) | by_insert
+    });
+}
+
+#[test]
 fn a_timer_of_the_shared_shard_is_waited_for_no_later_than_its_deadline() {
     static EXPLORED: AtomicUsize = AtomicUsize::new(0);
-    super::model("deadlines (the shared shard)", &EXPLORED, || {
-        EXPLORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let wait = sleeper_wait(|deadlines| {
-            assert!(deadlines.set_earliest(1, DEADLINE));
-            deadlines.inserted(1, DEADLINE)
-        });
-        if let Some(wait) = wait {
-            assert!(
-                wait.is_some_and(|until| until <= DEADLINE),
-                "a timer at {DEADLINE} in the shared shard, nobody unparked the sleeper, \
-                 and it waits until {wait:?}"
-            );
-        }
+    explore("deadlines (the shared shard)", &EXPLORED, |deadlines| {
+        assert!(deadlines.set_earliest(1, DEADLINE));
+        deadlines.inserted(1, DEADLINE)
     });
 }
