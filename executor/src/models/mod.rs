@@ -1,7 +1,8 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar, one
 //! blocked in a stand-in I/O driver, and one asleep in a stand-in host
 //! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes,
-//! the jump of a paused clock and the task shares that keep a pool alive.
+//! the jump of a paused clock, the task shares that keep a pool alive and
+//! the hand-over of an idle worker's timers to the driver's sleeper.
 //!
 //! Built only under `--cfg loom`, where `crate::sync` is loom's: every
 //! atomic, fence, lock and condvar of the protocol code below is explored
@@ -23,7 +24,7 @@
 //! seq-cst fences (the poster's, the sleeper's, the finder's, and the
 //! pair of a sleeper that found the driver held and of the driver's
 //! releaser in `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and
-//! `scripts/loom` checks that the models have teeth in ten ways (a loom deadlock aborts
+//! `scripts/loom` checks that the models have teeth in eleven ways (a loom deadlock aborts
 //! the process, so each is checked from outside): `--cfg
 //! pool_loom_skip_poster_fence` or `--cfg
 //! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
@@ -43,7 +44,10 @@
 //! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
 //! must find it missed (a deadlock) or early (`paused_jump.rs`); `--cfg
 //! pool_loom_relaxed_shares` relaxes a task share's give-back, and loom
-//! must find a holder's read of the pool racing its free (`shares.rs`).
+//! must find a holder's read of the pool racing its free (`shares.rs`); `--cfg
+//! pool_loom_leave_reads_first` has an idle worker read the driver
+//! sleeper's wait before it hands its timers over, and loom must find a
+//! timer waited for past its deadline (`timer_hand_over.rs`).
 
 pub(crate) mod block_on;
 pub(crate) mod counters;
