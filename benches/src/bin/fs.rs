@@ -598,6 +598,27 @@ fn main() {
         "\ntokio/pool: tokio's time over pool's (above 1: pool is faster); for storm, the \
          ticker's worst lateness (lower is better)."
     );
+    // A median ratio can hide one repetition where the default engine
+    // trailed the blocking one: the worst repetition of each row (the two
+    // engines of one repetition ran one after the other).
+    let worst: Vec<String> = rows
+        .iter()
+        .filter_map(|w| {
+            let ring = &samples[&(w.clone(), "pool")];
+            let blocking = &samples[&(w.clone(), "pool-blocking")];
+            ring.iter()
+                .zip(blocking)
+                .map(|(p, b)| p / b)
+                .enumerate()
+                .filter(|(_, r)| !r.is_nan())
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(rep, r)| format!("{w} {r:.2}x (rep {rep})"))
+        })
+        .collect();
+    println!(
+        "worst repetition, pool / pool-blocking: {}",
+        worst.join(", ")
+    );
     // A median hides a figure with two speeds (a device's write-back
     // throttling, say): show each mode that the repetitions fell into.
     let mut two_modes = Vec::new();
