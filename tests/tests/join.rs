@@ -396,3 +396,87 @@ fn join_on_a_pool_that_shut_down_panics_with_a_clear_message() {
         );
     });
 }
+
+/// A binary tree of joins `depth` deep whose leaves each spin `leaf` and
+/// record the thread that ran them.
+fn tree(
+    depth: u32,
+    leaf: std::time::Duration,
+    ran_on: &std::sync::Mutex<Vec<std::thread::ThreadId>>,
+) -> u64 {
+    if depth == 0 {
+        let start = std::time::Instant::now();
+        while start.elapsed() < leaf {
+            std::hint::spin_loop();
+        }
+        ran_on.lock().unwrap().push(std::thread::current().id());
+        return 1;
+    }
+    let (a, b) = pool::join(
+        || tree(depth - 1, leaf, ran_on),
+        || tree(depth - 1, leaf, ran_on),
+    );
+    a + b
+}
+
+#[test]
+fn a_recursion_under_one_outer_join_spreads_onto_an_idle_worker() {
+    watchdog("join_lazy_spread", 60, || {
+        // The outer join's second half is nothing: the other worker takes
+        // it (or not) and is idle again at once. Every fork of the tree is
+        // an inner join, which offers its second half only when an idle
+        // worker asks for one: were those never offered, one thread would
+        // run every leaf.
+        let p = pool(2);
+        let ran_on = std::sync::Mutex::new(Vec::new());
+        let leaf = std::time::Duration::from_micros(200);
+        let (leaves, ()) = p.join(|| tree(8, leaf, &ran_on), || ());
+        assert_eq!(leaves, 256);
+        let ran_on = ran_on.into_inner().unwrap();
+        let threads: std::collections::HashSet<_> = ran_on.iter().collect();
+        assert_eq!(
+            threads.len(),
+            2,
+            "both workers ran leaves of the tree (the idle one asked for work)"
+        );
+    });
+}
+
+#[test]
+fn a_panic_in_a_nested_join_that_nobody_took_is_resumed_after_both_halves() {
+    watchdog("join_nested_panics", 30, || {
+        // One worker: nobody asks for work, so the inner joins' second
+        // halves are never offered and run inline.
+        let p = pool(1);
+        let b_ran = AtomicBool::new(false);
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.join(
+                || pool::join(|| panic!("inner a"), || b_ran.store(true, Ordering::SeqCst)),
+                || (),
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner a"));
+        assert!(
+            b_ran.load(Ordering::SeqCst),
+            "b ran before a's panic was resumed"
+        );
+        let a_ran = AtomicBool::new(false);
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.join(
+                || pool::join(|| a_ran.store(true, Ordering::SeqCst), || panic!("inner b")),
+                || (),
+            )
+        }))
+        .unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner b"));
+        assert!(a_ran.load(Ordering::SeqCst));
+        // Both panic: `a`'s wins.
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.join(|| pool::join(|| panic!("a"), || panic!("b")), || ())
+        }))
+        .unwrap_err();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a"));
+        assert_eq!(p.join(|| pool::join(|| 1, || 2), || 3), ((1, 2), 3));
+    });
+}

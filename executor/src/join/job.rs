@@ -82,11 +82,14 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
 
     /// The owner popped its job back: run it here.
     pub(crate) fn run_inline(self) -> JobResult<R> {
-        let func = self
-            .func
+        JobResult::call(self.into_func())
+    }
+
+    /// The owner never offered the job: its closure, to run inline.
+    pub(crate) fn into_func(self) -> F {
+        self.func
             .into_inner()
-            .expect("a job popped back was not run");
-        JobResult::call(func)
+            .expect("a join's second half runs once")
     }
 
     /// The owner saw the latch set: take the thief's result.

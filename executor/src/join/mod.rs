@@ -4,12 +4,17 @@
 //!
 //! # Invariants
 //!
-//! * On a worker of the pool, `join(a, b)` pushes `b` as a [`StackJob`] on
-//!   the worker's LIFO job deque (no allocation) and posts it as an internal
-//!   job; runs `a`; then pops `b` back and runs it inline, or, if a thief
-//!   took it, waits for its latch with `WorkerThread::wait_until` (running
-//!   other jobs and tasks, sleeping through the protocol). It returns only
-//!   once both halves have finished, so `b` may borrow from its stack.
+//! * On a worker of the pool, `join(a, b)` makes `b` a [`StackJob`] on its
+//!   stack (no allocation) and links it into the worker's list of
+//!   unfinished halves (`LazyJob`); runs `a`; unlinks `b` and, if it was
+//!   never offered to other workers, runs it inline. An offered half (the
+//!   outermost `join` of the stack, or the oldest unoffered one when an
+//!   idle worker asked) was pushed on the worker's LIFO job deque and
+//!   posted as an internal job: it is popped back and run inline, or, if a
+//!   thief took it, its latch is waited for with `WorkerThread::wait_until`
+//!   (running other jobs and tasks, sleeping through the protocol). `join`
+//!   returns only once both halves have finished, so `b` may borrow from
+//!   its stack.
 //! * Off the pool's workers (a plain thread, `Pool::block_on`, a blocking
 //!   thread, a worker of another pool), the whole call runs on one of the
 //!   pool's workers inside a task, and the caller waits for that task's
@@ -28,6 +33,7 @@ pub use scope::Scope;
 use crate::context::pool_cells;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::registry::Registry;
+use crate::scheduler::worker::lazy_jobs::LazyJob;
 use crate::scheduler::worker::WorkerThread;
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
@@ -38,8 +44,10 @@ use std::sync::Arc;
 /// whose worker or blocking thread this is, the pool of the enclosing
 /// `Pool::block_on`, else the global pool), and return both results.
 ///
-/// On a worker, `b` is offered to other workers (without an allocation)
-/// and `a` runs at once; if nobody took `b`, it runs here after `a`. While
+/// On a worker, `a` runs at once and `b` waits on this stack (without an
+/// allocation), offered to other workers when one of them runs out of work
+/// (and at once for the worker's outermost `join`); if nobody took `b`, it
+/// runs here after `a`. While
 /// it waits for a `b` that another worker runs, the worker runs other jobs
 /// and tasks. Called inside an async task, `join` blocks that task (not its
 /// worker) until it returns. Off the pool's workers the call is run on one
@@ -163,10 +171,24 @@ where
 {
     let job_b = StackJob::new(b, SpinLatch::new(w.index()));
     // SAFETY: `job_b` stays in this frame until its latch is set (a thief
-    // ran it) or it is popped back below; every path out waits for one.
+    // ran it) or it is popped back below, or it was never offered and is
+    // run inline; every path out waits for one.
     let job_b_ref = unsafe { job_b.as_job_ref() };
-    w.push_job(job_b_ref);
+    let half = LazyJob::new(job_b_ref);
+    w.link_half(&half);
+    // `a`'s panic is caught, so the half is always unlinked.
     let result_a = JobResult::call(a);
+    if !w.unlink_half(&half) {
+        // Nobody was offered `b`: no other thread can have it. Run it here;
+        // a panic of `b` after an `a` that returned may unwind from here
+        // as it is (both halves have finished), one after `a`'s is caught
+        // so that `a`'s is the one resumed.
+        let func = job_b.into_func();
+        return match result_a {
+            JobResult::Ok(ra) => (ra, func()),
+            result_a => both(result_a, JobResult::call(func)),
+        };
+    }
     loop {
         if job_b.latch.core.probe() {
             return both(result_a, job_b.into_result());

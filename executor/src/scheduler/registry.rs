@@ -60,7 +60,7 @@ use crate::task::waits::Wait;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -83,6 +83,10 @@ pub(crate) struct WorkerInfo {
     pub(super) deferred: TaskSlot<TaskHeader>,
     /// Its `spawn_local` tasks woken by other threads (`send_home`).
     pub(super) inbox: Inbox<Runnable>,
+    /// Another worker found its job deque empty: its next `join` offers
+    /// its oldest unoffered half (`worker/lazy_jobs.rs`). On a line of its
+    /// own: thieves write it, the worker reads it at every `join`.
+    pub(super) wants_jobs: CachePadded<AtomicBool>,
 }
 
 /// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
@@ -280,6 +284,7 @@ impl Registry {
                     lifo: TaskSlot::new(),
                     deferred: TaskSlot::new(),
                     inbox: Inbox::new(),
+                    wants_jobs: CachePadded::new(AtomicBool::new(false)),
                 })
                 .collect(),
             sleep: if watch_wakes {

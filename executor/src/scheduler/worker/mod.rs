@@ -8,6 +8,7 @@
 //! | `local.rs` | `LocalTasks`: the worker's `spawn_local` queue, its inbox's side, their cancellation |
 //! | `removals.rs` | `Removals`: finished tasks of other workers' shards, removed in batches |
 //! | `lane.rs` | `WorkerLane`: the worker's lane of the timeline, nothing when untraced |
+//! | `lazy_jobs.rs` | `LazyJob`: a `join`'s second half, linked into the worker's list and offered to the others only when one asks (or it is the outermost); the worker's side is here |
 //!
 //! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
 //! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
@@ -41,6 +42,7 @@
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 
 pub(crate) mod lane;
+pub(crate) mod lazy_jobs;
 pub(crate) mod local;
 pub(crate) mod removals;
 pub(crate) mod search;
@@ -63,11 +65,13 @@ use crate::task::owned::Slot;
 use crate::task::waits::{Wait, WaitScratch};
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
+use lazy_jobs::LazyJob;
 use local::LocalTasks;
 use removals::Removals;
 use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -118,6 +122,9 @@ pub(crate) struct WorkerThread {
     stolen: Cell<usize>,
     /// Ran or pushed a fork-join job since it last started searching.
     ran_jobs: Cell<bool>,
+    /// The newest unfinished `join` half of this thread's stack
+    /// (`lazy_jobs.rs`).
+    lazy: Cell<Option<NonNull<LazyJob>>>,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
     /// Its `spawn_local` tasks (those woken elsewhere wait in its inbox,
@@ -394,10 +401,66 @@ impl WorkerThread {
         self.ran_jobs.set(true);
         self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
         if self.push_tick() {
-            if let Some(r) = self.steal_injected() {
-                self.post_stolen();
-                self.execute(r);
-            }
+            self.run_injected();
+        }
+    }
+
+    /// Link `half` as this worker's newest unfinished `join` half, and
+    /// offer it or an older one if that is due (`lazy_jobs.rs`). It must be
+    /// unlinked with `unlink_half` before it moves or is dropped.
+    #[inline]
+    pub(crate) fn link_half(&self, half: &LazyJob) {
+        half.older.set(self.lazy.get());
+        self.lazy.set(Some(NonNull::from(half)));
+        if half.older.get().is_none() {
+            // The outermost `join` of this stack: offered at once, so the
+            // first fork of a recursion wakes a sleeper as rayon's does.
+            self.offer(half);
+        } else if self.info().wants_jobs.load(Ordering::Relaxed) {
+            self.offer_oldest();
+        } else if self.push_tick() {
+            self.run_injected();
+        }
+    }
+
+    /// Unlink `half`, the newest linked one; true if it was offered (the
+    /// caller then pops it back or waits for its thief, as rayon does).
+    #[inline]
+    pub(crate) fn unlink_half(&self, half: &LazyJob) -> bool {
+        debug_assert!(self
+            .lazy
+            .get()
+            .is_some_and(|p| std::ptr::eq(p.as_ptr(), half)));
+        self.lazy.set(half.older.get());
+        half.offered.get()
+    }
+
+    /// Another worker asked for work: offer the oldest unoffered half (the
+    /// biggest piece of the recursion) and clear the request.
+    #[cold]
+    fn offer_oldest(&self) {
+        // Relaxed: a hint (`lazy_jobs.rs`); a request made after this store
+        // is seen at a later `join`.
+        self.info().wants_jobs.store(false, Ordering::Relaxed);
+        // SAFETY: every half linked from `lazy` is alive on this thread's
+        // stack until its `join` unlinks it.
+        if let Some(half) = unsafe { LazyJob::oldest_unoffered(self.lazy.get()) } {
+            self.offer(half);
+        }
+    }
+
+    /// Push `half` on the job deque and post it: rayon's push.
+    fn offer(&self, half: &LazyJob) {
+        half.offered.set(true);
+        self.push_job(half.job);
+    }
+
+    /// A recursion's periodic look at the injector (`push_tick`): run a
+    /// task from it first, if there is one.
+    fn run_injected(&self) {
+        if let Some(r) = self.steal_injected() {
+            self.post_stolen();
+            self.execute(r);
         }
     }
 
@@ -717,6 +780,7 @@ pub(crate) fn main_loop(
         io_wakers: Cell::new(Vec::new()),
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
+        lazy: Cell::new(None),
         ids: Cell::new((0, 0)),
         local: LocalTasks::default(),
         lane: WorkerLane::new(registry.timeline_shared(), index),

@@ -27,6 +27,7 @@ use crate::sleep::park::Park;
 use crate::task::header::Runnable;
 use crossbeam_deque::Steal;
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 use std::task::Waker;
 
 /// Every this many searches, a worker takes from the injector before its own
@@ -276,6 +277,14 @@ impl WorkerThread {
                         Steal::Success(job) => return Some(Work::Job(job)),
                         Steal::Retry => retry = true,
                         Steal::Empty => {}
+                    }
+                } else {
+                    // Ask it to offer a `join` half (`lazy_jobs.rs`), once:
+                    // the load keeps a worker with no joins from having its
+                    // line written at every search. Relaxed: a hint.
+                    let wants = &workers[victim].wants_jobs;
+                    if !wants.load(Ordering::Relaxed) {
+                        wants.store(true, Ordering::Relaxed);
                     }
                 }
                 match workers[victim].stealer.steal_batch_and_pop(&self.worker) {
