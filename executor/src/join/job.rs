@@ -8,17 +8,23 @@
 //!   which does not return until the job's latch is set (a thief ran it) or
 //!   it popped the job back and ran it inline: a `JobRef` to it is never
 //!   used after its frame is gone.
-//! * A [`HeapJob`] (a scope's spawn) is boxed and frees itself when run; the
-//!   scope it borrows from waits for its count latch, which the job
-//!   decrements only after its closure returned or panicked.
+//! * A [`HeapJob`] (a scope's spawn) lives in a block of its worker's cache
+//!   (`scheduler/job_blocks.rs`) when it fits one, else in a box; it is
+//!   moved out and its memory let go (to the running worker's cache, or
+//!   freed) when it runs, before its closure. The scope it borrows from
+//!   waits for its count latch, which the job decrements only after its
+//!   closure returned or panicked.
 //! * Every job is run exactly once, and never dropped without being run: a
 //!   worker that leaves its main loop runs what is left in its job deque.
 
 use super::job_latch::SpinLatch;
+use crate::context::pool_cells;
+use crate::scheduler::job_blocks;
 use crate::scheduler::job_ref::JobRef;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 /// What a job's closure produced.
 pub(crate) enum JobResult<R> {
@@ -116,11 +122,45 @@ pub(crate) struct HeapJob<F> {
 }
 
 impl<F: FnOnce() + Send> HeapJob<F> {
-    /// Box `func` as a job.
+    /// `func` as a job: in a block of this worker's cache when it fits
+    /// (`scheduler/job_blocks.rs`), else boxed.
     pub(crate) fn into_job_ref(func: F) -> JobRef {
-        let job = Box::new(HeapJob { func });
-        // SAFETY: the box is leaked until `execute` takes it back, once.
-        unsafe { JobRef::new(Box::into_raw(job) as *const (), Self::execute) }
+        if !job_blocks::fits::<Self>() {
+            let job = Box::new(HeapJob { func });
+            // SAFETY: the box is leaked until `execute` takes it back, once.
+            return unsafe { JobRef::new(Box::into_raw(job) as *const (), Self::execute) };
+        }
+        let block = match pool_cells::worker() {
+            Some(w) => w.job_blocks().take(),
+            None => job_blocks::alloc_block(),
+        };
+        let job = block.cast::<Self>();
+        // SAFETY: the block is unused, and `Self` fits its size and
+        // alignment (checked above).
+        unsafe { job.as_ptr().write(HeapJob { func }) };
+        // SAFETY: the block holds the job until `execute_in_block` takes it
+        // out, once.
+        unsafe { JobRef::new(job.as_ptr() as *const (), Self::execute_in_block) }
+    }
+
+    /// Run the job made in a block: move it out, give the block to the
+    /// running worker's cache (a spawn inside `func` can reuse it), run.
+    unsafe fn execute_in_block(this: *const ()) {
+        let job = this as *mut Self;
+        // SAFETY: `this` is the block `into_job_ref` wrote the job into,
+        // and a job runs once: it is read out once, and the block is unused
+        // after.
+        let job = unsafe { job.read() };
+        // SAFETY: `this` is a job block (non-null), unused from here on.
+        let block = unsafe { NonNull::new_unchecked(this as *mut u8) };
+        match pool_cells::worker() {
+            // SAFETY: as above.
+            Some(w) => unsafe { w.job_blocks().give(block) },
+            // SAFETY: as above.
+            None => unsafe { job_blocks::free_block(block) },
+        }
+        // The closure catches its own panics (see `Scope::spawn`).
+        (job.func)();
     }
 
     unsafe fn execute(this: *const ()) {

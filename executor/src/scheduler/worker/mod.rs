@@ -49,6 +49,7 @@ pub(crate) mod search;
 
 use super::coop;
 use super::io_driver::IoDriver;
+use super::job_blocks::JobBlocks;
 use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
 use super::registry::{Registry, WorkerInfo};
@@ -125,6 +126,8 @@ pub(crate) struct WorkerThread {
     /// The newest unfinished `join` half of this thread's stack
     /// (`lazy_jobs.rs`).
     lazy: Cell<Option<NonNull<LazyJob>>>,
+    /// The memory of the heap jobs it ran, for the next ones it makes.
+    job_blocks: JobBlocks,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
     /// Its `spawn_local` tasks (those woken elsewhere wait in its inbox,
@@ -470,6 +473,12 @@ impl WorkerThread {
         self.jobs.pop()
     }
 
+    /// This worker's cache of job blocks (`../job_blocks.rs`).
+    #[inline]
+    pub(crate) fn job_blocks(&self) -> &JobBlocks {
+        &self.job_blocks
+    }
+
     /// Run a fork-join job (its panics are caught inside it).
     pub(crate) fn execute_job(&self, job: JobRef) {
         self.stats().bump_owned(|s| &s.jobs, 1);
@@ -781,6 +790,7 @@ pub(crate) fn main_loop(
         stolen: Cell::new(0),
         ran_jobs: Cell::new(false),
         lazy: Cell::new(None),
+        job_blocks: JobBlocks::default(),
         ids: Cell::new((0, 0)),
         local: LocalTasks::default(),
         lane: WorkerLane::new(registry.timeline_shared(), index),
