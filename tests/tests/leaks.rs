@@ -419,3 +419,51 @@ fn os_surface_types_pending_at_shutdown_and_dropped() {
         },
     );
 }
+
+#[test]
+fn scope_spawns_in_worker_blocks_and_boxes_then_pools_dropped() {
+    watchdog("leaks: scope spawns in job blocks", LIMIT_SECS, || {
+        // Small closures are made in blocks of their worker's cache and kept
+        // by the worker that ran them; large ones are boxed; spawns from a
+        // thread outside the pool run as tasks. Each pool's workers free
+        // their caches when they exit.
+        for _ in 0..3 {
+            let p = Builder::new().worker_threads(2).build().unwrap();
+            let small = AtomicUsize::new(0);
+            let large = AtomicUsize::new(0);
+            p.scope(|s| {
+                for i in 0..2_000usize {
+                    let (small, large) = (&small, &large);
+                    s.spawn(move |s| {
+                        small.fetch_add(i % 2, Ordering::Relaxed);
+                        let payload = [i as u64; 16];
+                        s.spawn(move |_| {
+                            large
+                                .fetch_add(payload.iter().sum::<u64>() as usize, Ordering::Relaxed);
+                        });
+                    });
+                }
+            });
+            assert_eq!(small.load(Ordering::Relaxed), 1_000);
+            assert_eq!(
+                large.load(Ordering::Relaxed),
+                (0..2_000usize).map(|i| 16 * i).sum::<usize>()
+            );
+            let outside = AtomicUsize::new(0);
+            p.scope(|s| {
+                // From a plain thread: made in a fresh block, run in a task.
+                std::thread::scope(|t| {
+                    t.spawn(|| {
+                        for _ in 0..100 {
+                            s.spawn(|_| {
+                                outside.fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    });
+                });
+            });
+            assert_eq!(outside.load(Ordering::Relaxed), 100);
+            drop(p);
+        }
+    });
+}
