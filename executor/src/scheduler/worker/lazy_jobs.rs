@@ -21,11 +21,11 @@
 //!   *oldest* unoffered half (the biggest piece of the recursion), then
 //!   clears the request.
 //!
-//! # Invariants
-//!
 //! The worker's side (`WorkerThread::link_half`, `unlink_half`,
 //! `offer_oldest`) is in `mod.rs`, beside its job pushes; this file is the
 //! list's links.
+//!
+//! # Invariants
 //!
 //! * The list is this thread's only (`Cell`s), and follows its stack: a
 //!   `join` links its half before running the first and unlinks it after,
