@@ -400,6 +400,66 @@ impl Builder {
         self
     }
 
+    /// A *seeded* pool, whose runs replay: its workers (`worker_threads`,
+    /// 4 unless set, whatever the machine) are logical workers, stepped
+    /// one at a time on the thread that calls [`Pool::block_on`], and a
+    /// generator seeded with `seed` makes every choice a real pool leaves
+    /// to timing: which worker acts next (so whether it pops, steals and
+    /// from whom), when a `block_on` future or a `spawn_blocking` closure
+    /// runs, the order of timers with one deadline, where they wake their
+    /// tasks. The same seed, configuration and binary run the same
+    /// schedule, with the same results and
+    /// [`Pool::schedule_hash`](crate::Pool::schedule_hash), every time;
+    /// another seed explores another interleaving.
+    ///
+    /// * Its clock is paused (as with [`start_paused`](Builder::start_paused))
+    ///   and jumps to the next timer when no worker finds work: an hour of
+    ///   timers takes no wall time. `pool::time::resume` panics.
+    /// * `POOL_SEED=N` in the environment replaces the seed of every seeded
+    ///   pool, and a seeded run that panics prints its seed and that line.
+    /// * It has no real I/O: a socket, pipe, file, signal, child process or
+    ///   `io::Async` is refused with [`io::ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported).
+    /// * If every task waits and no timer is pending, `block_on` panics
+    ///   (a deadlock, which a real pool would hang on).
+    ///
+    /// What it does not replay: races inside pool's own atomics (its loom
+    /// models cover those), preemption inside one poll, and code that reads
+    /// the OS clock or starts threads of its own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// fn run(seed: u64) -> (Vec<u64>, u64) {
+    ///     let pool = pool::Builder::new().seed(seed).build().unwrap();
+    ///     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    ///     let handles: Vec<_> = (0..4)
+    ///         .map(|i| {
+    ///             let order = Arc::clone(&order);
+    ///             pool.spawn(async move {
+    ///                 pool::yield_now().await;
+    ///                 order.lock().unwrap().push(i);
+    ///             })
+    ///         })
+    ///         .collect();
+    ///     pool.block_on(async {
+    ///         for h in handles {
+    ///             h.await.unwrap();
+    ///         }
+    ///     });
+    ///     let order = order.lock().unwrap().clone();
+    ///     (order, pool.schedule_hash())
+    /// }
+    ///
+    /// assert_eq!(run(7), run(7));
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Builder {
+        self.config.seed = Some(seed);
+        self
+    }
+
     /// Let [`pool::fs`](crate::fs) run opens, reads, writes and syncs on
     /// the pool's io_uring where the kernel gives one (on by default);
     /// `false` keeps every file operation on the blocking threads, as
@@ -515,6 +575,7 @@ impl fmt::Debug for Builder {
             .field("trace", &c.trace)
             .field("poll_time_histogram", &c.poll_time_histogram)
             .field("start_paused", &c.start_paused)
+            .field("seed", &c.seed)
             .field("io_uring", &c.io_uring);
         #[cfg(feature = "console")]
         d.field("console", &c.console);

@@ -140,6 +140,17 @@ impl Handle {
         self.registry.spawn_blocking(f, Location::caller(), None)
     }
 
+    /// The seed of a seeded pool; see [`Pool::seed`](crate::Pool::seed).
+    pub fn seed(&self) -> Option<u64> {
+        self.registry.seeded().map(|s| s.seed())
+    }
+
+    /// The seeded pool's schedule so far; see
+    /// [`Pool::schedule_hash`](crate::Pool::schedule_hash).
+    pub fn schedule_hash(&self) -> u64 {
+        self.registry.seeded().map_or(0, |s| s.schedule_hash())
+    }
+
     /// A snapshot of the pool's counters; see [`Pool::metrics`](crate::Pool::metrics).
     ///
     /// # Examples

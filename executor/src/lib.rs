@@ -156,9 +156,13 @@ pub mod __private {
         worker_threads: Option<usize>,
         thread_name: Option<&str>,
         start_paused: bool,
+        seed: Option<u64>,
         attribute: &str,
     ) -> crate::pool::Pool {
         let mut builder = crate::builder::Builder::new().start_paused(start_paused);
+        if let Some(seed) = seed {
+            builder = builder.seed(seed);
+        }
         if let Some(n) = worker_threads {
             builder = builder.worker_threads(n);
         }

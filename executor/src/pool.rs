@@ -199,6 +199,47 @@ impl Pool {
         self.handle.clone()
     }
 
+    /// The seed of a seeded pool ([`Builder::seed`](crate::Builder::seed),
+    /// or `POOL_SEED` over it); `None` for a pool of worker threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().seed(42).build().unwrap();
+    /// let seed = std::env::var("POOL_SEED").map_or(42, |s| s.parse().unwrap());
+    /// assert_eq!(pool.seed(), Some(seed));
+    /// assert_eq!(pool::Pool::new().unwrap().seed(), None);
+    /// ```
+    pub fn seed(&self) -> Option<u64> {
+        self.handle.seed()
+    }
+
+    /// A seeded pool's schedule so far, as a hash: which logical worker
+    /// ran which task (numbered in the pool's own spawn order) or
+    /// fork-join job, step by step. The same seed, configuration and binary
+    /// give the same hash; two runs with different hashes interleaved their
+    /// tasks differently. 0 for a pool that is not seeded (it records no
+    /// schedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// fn hash(seed: u64) -> u64 {
+    ///     let pool = pool::Builder::new().seed(seed).build().unwrap();
+    ///     pool.block_on(async {
+    ///         let tasks: Vec<_> = (0..8).map(|_| pool::spawn(pool::yield_now())).collect();
+    ///         for t in tasks {
+    ///             t.await.unwrap();
+    ///         }
+    ///     });
+    ///     pool.schedule_hash()
+    /// }
+    /// assert_eq!(hash(1), hash(1));
+    /// ```
+    pub fn schedule_hash(&self) -> u64 {
+        self.handle.schedule_hash()
+    }
+
     /// The number of worker threads.
     ///
     /// # Examples

@@ -21,7 +21,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`";
+const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`, `seed`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
 /// `pool::Pool` (`worker_threads = N` workers, or the default; threads
@@ -49,6 +49,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `start_paused = true` starts the pool with its clock paused
 /// (`Builder::start_paused`): sleeps and timeouts take no real time, on
 /// any number of workers (also for `#[pool::main]`).
+/// `seed = N` runs it on a seeded pool (`Builder::seed`): its workers are
+/// logical workers on the test's thread, interleaved the same way for the
+/// same seed, on a paused clock; `POOL_SEED=N` replaces the seed, and a
+/// failing run prints the line that replays it.
 ///
 /// ```
 /// #[pool::test(worker_threads = 2)]
@@ -61,6 +65,13 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     let start = pool::time::Instant::now();
 ///     pool::time::sleep(std::time::Duration::from_secs(3600)).await;
 ///     assert_eq!(start.elapsed().as_secs(), 3600);
+/// }
+///
+/// #[pool::test(seed = 42, worker_threads = 4)]
+/// async fn the_same_schedule_every_run() {
+///     let a = pool::spawn(async { 1 });
+///     let b = pool::spawn(async { 2 });
+///     assert_eq!(a.await.unwrap() + b.await.unwrap(), 3);
 /// }
 /// # fn main() {}
 /// ```
@@ -90,6 +101,7 @@ struct Config {
     worker_threads: Option<(usize, Span)>,
     thread_name: Option<(String, Span)>,
     start_paused: Option<(bool, Span)>,
+    seed: Option<(u64, Span)>,
 }
 
 fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
@@ -159,6 +171,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "worker_threads" => "`worker_threads = 4`",
             "thread_name" => "`thread_name = \"app\"`",
             "start_paused" => "`start_paused = true`",
+            "seed" => "`seed = 42`",
             _ => {
                 errors.push(syn::Error::new_spanned(
                     meta.path(),
@@ -182,6 +195,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
         let first = match name.as_str() {
             "worker_threads" => config.worker_threads.as_ref().map(|(_, s)| *s),
             "start_paused" => config.start_paused.as_ref().map(|(_, s)| *s),
+            "seed" => config.seed.as_ref().map(|(_, s)| *s),
             _ => config.thread_name.as_ref().map(|(_, s)| *s),
         };
         if let Some(first) = first {
@@ -201,6 +215,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "start_paused" => {
                 parse_start_paused(value).map(|b| config.start_paused = Some((b, span)))
             }
+            "seed" => parse_seed(value).map(|n| config.seed = Some((n, span))),
             _ => parse_thread_name(value).map(|s| config.thread_name = Some((s, span))),
         };
         if let Err(e) = parsed {
@@ -222,6 +237,26 @@ fn parse_start_paused(value: &Expr) -> Result<bool, syn::Error> {
             "`start_paused` takes `true` or `false`, like `start_paused = true`",
         )),
     }
+}
+
+/// `seed`: an integer literal that fits a `u64`.
+fn parse_seed(value: &Expr) -> Result<u64, syn::Error> {
+    let not_a_seed = || {
+        syn::Error::new_spanned(
+            value,
+            format!(
+                "`seed` takes an integer literal between 0 and {}, like `seed = 42`",
+                u64::MAX
+            ),
+        )
+    };
+    let Expr::Lit(ExprLit {
+        lit: Lit::Int(int), ..
+    }) = value
+    else {
+        return Err(not_a_seed());
+    };
+    int.base10_parse::<u64>().map_err(|_| not_a_seed())
 }
 
 /// A thread name: a non-empty string literal with no NUL byte (what
@@ -329,11 +364,15 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         None => quote!(::core::option::Option::None),
     };
     let paused = config.start_paused.is_some_and(|(b, _)| b);
+    let seed = match config.seed {
+        Some((n, span)) => quote_spanned!(span=> ::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    };
     let attribute = kind.attribute();
     // The call spans the body's braces, so a mismatch between the body's
     // value and the declared return type points at the user's body.
     let run = quote_spanned! {block.span()=>
-        ::pool::__private::pool_for_macro(#workers, #name, #paused, #attribute).block_on(body)
+        ::pool::__private::pool_for_macro(#workers, #name, #paused, #seed, #attribute).block_on(body)
     };
     let body: syn::Block = syn::parse_quote! {{
         let body = async #block;

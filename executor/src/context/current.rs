@@ -56,6 +56,15 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
     served_pool().or_else(|| global::try_global().cloned())
 }
 
+/// `Err(Unsupported)` if the current pool is seeded: it cannot replay
+/// `what` (real I/O), so it refuses it before it starts.
+pub(crate) fn refuse_if_seeded(what: &str) -> std::io::Result<()> {
+    match try_current().and_then(|r| r.seeded().map(|s| s.seed())) {
+        Some(seed) => Err(crate::scheduler::seed::no_real_io(seed, what)),
+        None => Ok(()),
+    }
+}
+
 /// The current pool's I/O driver, for a new socket or timer.
 pub(crate) fn use_driver() -> Arc<Driver> {
     with_current(|registry| Arc::clone(registry.use_driver()))

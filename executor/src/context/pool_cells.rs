@@ -82,6 +82,19 @@ pub(crate) unsafe fn enter_worker(worker: &WorkerThread) {
     WORKER.with(|w| w.set(worker));
 }
 
+/// Make `worker` (a pointer to a live `WorkerThread`, or null) this
+/// thread's worker and return the one before: a seeded pool's steps move
+/// its one thread between its logical workers (`scheduler/seeded/`).
+///
+/// # Safety
+///
+/// A non-null `worker` stays alive, in place, until it is switched away
+/// from on this thread; the caller puts the returned pointer back before
+/// the worker it names could be gone.
+pub(crate) unsafe fn switch_worker(worker: *const WorkerThread) -> *const WorkerThread {
+    WORKER.with(|w| w.replace(worker))
+}
+
 /// This thread is a worker no more.
 pub(crate) fn leave_worker() {
     WORKER.with(|w| w.set(ptr::null()));

@@ -17,6 +17,7 @@
 //! built with `Builder::io_uring(false)`.
 
 use crate::scheduler::registry::Registry;
+use crate::scheduler::seed::no_real_io;
 use crate::task::noting::note_wait;
 use crate::task::waits::{FileOp, Wait, WaitKind, NO_SITE};
 use std::future::Future;
@@ -100,6 +101,17 @@ impl Engine {
     {
         let hold = ClockHold::new(&self.registry);
         let (tx, rx) = futures::channel::oneshot::channel();
+        if let Some(seeded) = self.registry.seeded() {
+            // Every file operation but a write behind an open file starts
+            // here, so this is where a seeded pool refuses files.
+            let refused = no_real_io(seeded.seed(), "a file operation (pool::fs)");
+            let _ = tx.send(Ok(Err(refused)));
+            return Blocking {
+                rx,
+                wait: self.wait,
+                _hold: hold,
+            };
+        }
         self.registry.run_batched(Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
             // The owner may be gone (its future dropped): nothing to tell.

@@ -29,6 +29,7 @@ use super::uring::Ring;
 use crate::scheduler::io_driver::Binding as DriverBinding;
 use crate::scheduler::io_driver::Bound as DriverBound;
 use crate::scheduler::io_driver::IoDriver;
+use crate::scheduler::seed::no_real_io;
 use crate::sleep::park::Park;
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
@@ -133,6 +134,9 @@ pub(crate) struct Driver {
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
     delivered: AtomicU64,
+    /// A seeded pool's seed: it registers no source and keeps its clock
+    /// paused (`scheduler/seeded/`).
+    seed: Option<u64>,
 }
 
 /// The scheduler's pools are driven by this driver.
@@ -141,7 +145,7 @@ impl DriverBinding for DriverBound {
 }
 
 impl IoDriver for Driver {
-    fn new(start_paused: bool, workers: usize) -> io::Result<Driver> {
+    fn new(start_paused: bool, workers: usize, seed: Option<u64>) -> io::Result<Driver> {
         let poll = Poll::new()?;
         let registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
@@ -169,6 +173,7 @@ impl IoDriver for Driver {
             #[cfg(target_os = "linux")]
             ring_in_flight: Arc::default(),
             delivered: AtomicU64::new(0),
+            seed,
         })
     }
 
@@ -219,6 +224,14 @@ impl IoDriver for Driver {
 
     fn unparked(&self) {
         self.timers.unparked();
+    }
+
+    fn jump_to_next_timer(&self, wakers: &mut Vec<Waker>) -> bool {
+        let jumped = self.timers.jump_if_quiet(&self.clock, &|| true, wakers);
+        if !jumped {
+            self.timers.unparked();
+        }
+        jumped
     }
 
     fn worker_idle(&self, worker: usize) {
@@ -323,6 +336,12 @@ impl Driver {
     ) -> io::Result<(Token, Arc<ScheduledIo>)> {
         if self.is_shut_down() {
             return Err(shut_down_error());
+        }
+        if let Some(seed) = self.seed {
+            return Err(no_real_io(
+                seed,
+                "a socket, pipe, signal, child process or io::Async",
+            ));
         }
         let io = Arc::new(ScheduledIo::new());
         let token = {
@@ -560,6 +579,13 @@ impl Driver {
     /// Let the pool's clock run again; false if it was running. The
     /// holder's wait becomes real time again.
     pub(crate) fn resume_clock(&self) -> bool {
+        if let Some(seed) = self.seed {
+            panic!(
+                "pool::time::resume: a seeded pool's clock stays paused (seed {seed}): the \
+                 OS clock would decide its timers and no seed could replay them; move it \
+                 with pool::time::advance, or build the pool without Builder::seed"
+            );
+        }
         let resumed = self.clock.resume();
         self.unpark();
         resumed
@@ -645,7 +671,7 @@ mod tests {
         did_io: bool,
         unpark_after: Option<Duration>,
     ) {
-        let driver = Arc::new(<Driver as IoDriver>::new(true, 1).unwrap());
+        let driver = Arc::new(<Driver as IoDriver>::new(true, 1, None).unwrap());
         assert!(driver.try_acquire());
         if did_io {
             driver.did_io();
@@ -698,7 +724,7 @@ mod tests {
 
     #[test]
     fn a_failed_poll_shuts_the_driver_down_instead_of_spinning() {
-        let driver = <Driver as IoDriver>::new(false, 1).unwrap();
+        let driver = <Driver as IoDriver>::new(false, 1, None).unwrap();
         let mut socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let (_token, io) = driver.register(&mut socket).unwrap();
         let deadline = Instant::now() + Duration::from_secs(3600);

@@ -180,6 +180,8 @@ impl Command {
     /// `spawn`, for a caller at `at` (what the child's pipes and the wait
     /// for its exit say they were made at: `TaskInfo::waiting_on`).
     fn spawn_at(&mut self, at: &'static Location<'static>) -> io::Result<Child> {
+        // Before the child starts: a seeded pool could not watch it.
+        crate::context::current::refuse_if_seeded("pool::process::Command::spawn")?;
         reap_orphans();
         let prep = ExitWatchPrep::new()?;
         let mut process = self.std.spawn().map_err(|e| spawn_error(&self.std, e))?;

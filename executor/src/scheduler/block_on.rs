@@ -13,6 +13,10 @@
 //! new work wakes it too. A one-worker pool therefore never deadlocks on a
 //! `block_on` inside one of its tasks.
 //!
+//! A seeded pool's `block_on` on a thread that is not one of its logical
+//! workers runs the pool itself (`seeded/`); on one of them, the latch is
+//! waited on through the worker's `wait_until`, which steps the pool too.
+//!
 //! # Invariants
 //!
 //! * The latch is reset *before* each poll: a wake that lands during the poll
@@ -135,6 +139,18 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// `pool`'s clock while the future is polled or woken
 /// (`sleep/activity.rs`).
 pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) -> F::Output {
+    if let Some(seeded) = pool.and_then(|r| r.seeded()) {
+        match pool_cells::worker() {
+            // No thread sleeps here: this one steps the logical workers.
+            None => return seeded.block_on(future),
+            Some(w) if !pool.is_some_and(|r| Arc::ptr_eq(r, w.registry())) => panic!(
+                "a seeded pool's block_on was called inside a task of another pool: \
+                 call it from a thread of its own (a #[pool::test] or main)"
+            ),
+            // One of its logical workers: `wait_until` steps the pool.
+            Some(_) => {}
+        }
+    }
     let pool = pool.filter(|_| pool_cells::worker().is_none());
     let _holding = pool.map(Holding::enter);
     let signal = match pool {

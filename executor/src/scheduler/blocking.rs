@@ -110,8 +110,10 @@ impl BlockingPool {
         // (`sleep/activity.rs`).
         host.sleep_manager().hold();
         st.queue.push_back(runnable);
-        if st.shutdown {
-            return; // shutdown drains the queue
+        if st.shutdown || self.config.simulated {
+            // Shutdown drains the queue; a seeded pool runs it at its
+            // steps (`run_simulated`).
+            return;
         }
         if st.idle > 0 {
             st.idle -= 1;
@@ -157,6 +159,20 @@ impl BlockingPool {
         }
     }
 
+    /// A seeded pool's: is a closure queued?
+    pub(crate) fn has_simulated(&self) -> bool {
+        self.config.simulated && !self.state.lock().queue.is_empty()
+    }
+
+    /// A seeded pool's step of its logical blocking thread: run the oldest
+    /// queued closure on this thread, serving `host`.
+    pub(crate) fn run_simulated<H: BlockingHost>(&self, host: &Arc<H>) {
+        let runnable = self.state.lock().queue.pop_front();
+        if let Some(runnable) = runnable {
+            host.serve(|| run_one(runnable, host.sleep_manager()));
+        }
+    }
+
     /// The body of one blocking thread.
     fn run_thread(&self, sleep: &SleepManager, id: usize) {
         let mut st = self.state.lock();
@@ -166,10 +182,7 @@ impl BlockingPool {
                     break;
                 };
                 drop(st);
-                // Panics of the closure are caught inside `TaskFuture`.
-                let id = runnable.metadata().id();
-                with_blocking_task(id, || runnable.run());
-                sleep.release_hold();
+                run_one(runnable, sleep);
                 st = self.state.lock();
             }
             if st.shutdown {
@@ -244,6 +257,14 @@ impl BlockingPool {
         drained.iter().for_each(|_| sleep.release_hold());
         drained
     }
+}
+
+/// Run one blocking closure's task and let go of the paused clock it held.
+fn run_one(runnable: Runnable, sleep: &SleepManager) {
+    // Panics of the closure are caught inside `TaskFuture`.
+    let id = runnable.metadata().id();
+    with_blocking_task(id, || runnable.run());
+    sleep.release_hold();
 }
 
 /// The future of a blocking task: calls the closure on its first poll.

@@ -8,6 +8,7 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
+use super::seed::{DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS};
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::unwind::call_quietly;
@@ -76,6 +77,9 @@ pub(crate) struct BlockingConfig {
     pub(crate) thread_name: String,
     pub(crate) stack_size: Option<usize>,
     pub(crate) hooks: ThreadHooks,
+    /// A seeded pool's: no thread, the closures run at seeded steps
+    /// (`seeded/`).
+    pub(crate) simulated: bool,
 }
 
 /// A pool's settings (the `Builder`'s, one field per setter but
@@ -96,6 +100,9 @@ pub(crate) struct Config {
     pub(crate) start_paused: bool,
     /// `Builder::io_uring`: file operations may use the driver's io_uring.
     pub(crate) io_uring: bool,
+    /// `Builder::seed`: a seeded pool of logical workers (`seeded/`),
+    /// `POOL_SEED` read over it by `check`.
+    pub(crate) seed: Option<u64>,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -120,11 +127,13 @@ impl Config {
                 thread_name: DEFAULT_THREAD_NAME.to_string(),
                 stack_size: None,
                 hooks: ThreadHooks::default(),
+                simulated: false,
             },
             trace: None,
             poll_time_histogram: false,
             start_paused: false,
             io_uring: true,
+            seed: None,
             #[cfg(feature = "console")]
             console: None,
             #[cfg(feature = "console")]
@@ -145,10 +154,42 @@ impl Config {
     /// end, and a `build` refused for another value leaves the file as it
     /// was); returns the number of workers.
     pub(crate) fn check(&mut self) -> io::Result<usize> {
+        if self.seed.is_some() {
+            return self.check_seeded();
+        }
         let workers = match self.worker_threads {
             Some(n) => n,
             None => thread::available_parallelism().map_or(1, |n| n.get()),
         };
+        self.check_threads(workers)
+    }
+
+    /// `check` of a seeded pool: `POOL_SEED` over the seed, its logical
+    /// workers (a fixed default, so that a seed replays on any machine),
+    /// its clock paused.
+    fn check_seeded(&mut self) -> io::Result<usize> {
+        if let Some(seed) = seed_from_env()? {
+            self.seed = Some(seed);
+        }
+        let workers = self.worker_threads.unwrap_or(DEFAULT_SEEDED_WORKERS);
+        if workers == 0 || workers > MAX_SEEDED_WORKERS {
+            return Err(invalid_input(format!(
+                "worker_threads of a seeded pool (Builder::seed) must be between 1 and {}, got {workers}",
+                MAX_SEEDED_WORKERS
+            )));
+        }
+        // No console either: it is real I/O, on a thread of its own.
+        #[cfg(feature = "console")]
+        {
+            self.console = None;
+        }
+        self.start_paused = true;
+        self.blocking.simulated = true;
+        self.check_threads(workers)
+    }
+
+    /// The checks of every pool, for `workers` workers.
+    fn check_threads(&mut self, workers: usize) -> io::Result<usize> {
         if workers == 0 || workers > THREADS_MAX {
             return Err(invalid_input(format!(
                 "worker_threads must be between 1 and {THREADS_MAX}, got {workers}"
@@ -204,6 +245,29 @@ impl Config {
 }
 
 /// An `InvalidInput` error with `message`.
+/// `POOL_SEED`: replaces the seed of every seeded pool of the process.
+const SEED_VAR: &str = "POOL_SEED";
+
+/// `POOL_SEED`, if set and not empty.
+fn seed_from_env() -> io::Result<Option<u64>> {
+    let bad = |got: String| {
+        invalid_input(format!(
+            "{SEED_VAR} must be a seed between 0 and {}, as a seeded run's panic prints it, got {got}",
+            u64::MAX
+        ))
+    };
+    match std::env::var(SEED_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(e) => Err(bad(format!("a value that is not UTF-8 ({e})"))),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| bad(format!("{v:?}"))),
+    }
+}
+
 pub(crate) fn invalid_input(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }

@@ -18,8 +18,8 @@ use std::task::Waker;
 /// A pool's I/O driver, as the scheduler uses it.
 pub(crate) trait IoDriver: Park + Sized + 'static {
     /// A driver for a new pool of `workers` workers, its clock paused if
-    /// `start_paused`.
-    fn new(start_paused: bool, workers: usize) -> io::Result<Self>;
+    /// `start_paused`; a seeded pool's (`seed`) refuses every source.
+    fn new(start_paused: bool, workers: usize, seed: Option<u64>) -> io::Result<Self>;
 
     /// Is there anything a poll could find (a registered source, a pending
     /// timer)? A hint, so that the workers of a pool without I/O never poll.
@@ -62,6 +62,11 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// The holder's wait that began with `park_deadline` is over.
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     fn unparked(&self);
+
+    /// A seeded pool is quiet (`seeded/`): jump the paused clock to the
+    /// earliest timer's deadline and move the wakers of the timers due
+    /// then into `wakers`; false if no timer is pending.
+    fn jump_to_next_timer(&self, wakers: &mut Vec<Waker>) -> bool;
 
     /// Worker `worker` goes idle (before it can sleep): the driver's
     /// sleeper fires its timers from now on (`io/deadlines.rs`).

@@ -34,6 +34,7 @@ use super::job_ref::JobRef;
 use super::light_jobs::LightJobs;
 use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
 use super::poll_times::{self, Histogram};
+use super::seed::Seeded;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::ticks::TickRate;
@@ -129,6 +130,9 @@ pub(crate) struct Registry {
     tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
     /// `Builder::io_uring`: file operations may use the driver's ring.
     io_uring: bool,
+    /// A seeded pool's seed, ids, schedule hash and runner (`seeded/`); `None`
+    /// for a pool of worker threads.
+    seeded: Option<Seeded>,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
     console: Option<super::console_record::Console>,
@@ -307,10 +311,17 @@ impl Registry {
             time_polls: config.poll_time_histogram.then(TickRate::calibrate),
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
-            io_uring: config.io_uring,
+            io_uring: config.io_uring && config.seed.is_none(),
+            seeded: config.seed.map(Seeded::new),
             #[cfg(feature = "console")]
             console,
         }
+    }
+
+    /// A seeded pool's state (`Builder::seed`), if this pool is one.
+    #[inline]
+    pub(crate) fn seeded(&self) -> Option<&Seeded> {
+        self.seeded.as_ref()
     }
 
     /// The console's task table and address, if the pool serves

@@ -90,6 +90,12 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
         }
     }
 
+    // A seeded pool's logical workers leave as worker threads do, on this
+    // thread (`seeded/`).
+    if let Some(seeded) = registry.seeded() {
+        seeded.shut_down();
+    }
+
     // 3. Write the timeline.
     if let Some(timeline) = registry.timeline() {
         timeline.write();

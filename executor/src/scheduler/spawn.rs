@@ -170,6 +170,8 @@ impl Registry {
     /// in spawn_many_remote).
     fn outside_spawn(&self) -> (usize, TaskId) {
         let (hint, id) = crate::context::plain_cells::outside_spawn();
+        // A seeded pool numbers them from its own block, in spawn order.
+        let id = self.seeded().map_or(id, |s| s.outside_id());
         let workers = self.num_workers();
         (workers + hint % (self.tasks().shard_count() - workers), id)
     }

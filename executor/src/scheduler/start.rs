@@ -5,6 +5,8 @@
 //! # Invariants
 //!
 //! * Every value of the `Config` is checked before any thread starts.
+//! * A seeded pool (`seeded/`) starts no thread: its logical workers are
+//!   built here and handed to the registry.
 //! * `start` either returns a pool whose every thread started, or an error
 //!   after shutting down what it had started: the threads started so far
 //!   are held by a guard (`Starting`, Rayon's `Terminator` pattern) whose
@@ -14,6 +16,7 @@
 use super::config::Config;
 use super::io_driver::{Driver, IoDriver};
 use super::registry::Registry;
+use super::seeded::LogicalWorkers;
 use super::shutdown::shutdown;
 use super::threads::Threads;
 use super::watcher::{self, Look};
@@ -68,8 +71,27 @@ pub(crate) fn start(
         .collect();
     #[cfg(feature = "console")]
     let console_listener = config.console_listener.take();
-    let io = Arc::new(<Driver as IoDriver>::new(config.start_paused, workers)?);
+    let io = Arc::new(<Driver as IoDriver>::new(
+        config.start_paused,
+        workers,
+        config.seed,
+    )?);
     let registry = Arc::new(Registry::new(stealers, config, io, look.is_some()));
+    if let Some(seeded) = registry.seeded() {
+        // No thread: the logical workers are stepped by `block_on`'s
+        // thread (`seeded/`), and nothing watches them (a step is one
+        // poll, so no poll of theirs is ever long behind another's back).
+        let logical = deques
+            .into_iter()
+            .enumerate()
+            .map(|(index, (deque, jobs))| {
+                worker::WorkerThread::new(Arc::clone(&registry), index, deque, jobs)
+            })
+            .collect();
+        let runner = LogicalWorkers::new(Arc::clone(&registry), logical);
+        seeded.install(Box::new(runner));
+        return Ok((registry, Threads::default()));
+    }
 
     let mut starting = Starting {
         registry: &registry,

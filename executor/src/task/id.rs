@@ -8,6 +8,9 @@
 //!   outside thread takes for itself (so that threads spawning at once do
 //!   not share a cache line per spawn). Ids are therefore unique, but
 //!   ordered by spawn time only within one thread.
+//! * A seeded pool reserves one large block for itself (`reserve`) and
+//!   hands its ids out in spawn order, so that the same schedule numbers
+//!   its tasks the same way relative to the block's start.
 //! * An id is below 2^48 (a task header packs it with its spawn site); the
 //!   2^48th spawn of a process panics rather than repeat one.
 
@@ -55,6 +58,16 @@ impl TaskId {
         }
         block.set((next + 1, end));
         TaskId::checked(next)
+    }
+
+    /// Reserve `n` ids for one owner (a seeded pool): the first of them.
+    pub(crate) fn reserve(n: u64) -> u64 {
+        NEXT_ID.fetch_add(n, Ordering::Relaxed)
+    }
+
+    /// An id from a block `reserve` returned.
+    pub(crate) fn from_reserved(n: u64) -> TaskId {
+        TaskId::checked(n)
     }
 
     #[inline]

@@ -20,4 +20,9 @@ async fn paused() {
 #[pool::test(start_paused = false)]
 async fn running() {}
 
+#[pool::test(seed = 42, worker_threads = 4)]
+async fn seeded() {
+    pool::time::sleep(std::time::Duration::from_secs(60)).await;
+}
+
 fn main() {}

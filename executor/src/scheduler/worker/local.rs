@@ -60,6 +60,11 @@ impl LocalTasks {
         self.live.get() != 0
     }
 
+    /// Is a local task queued here (not counting the inbox)?
+    pub(super) fn has_queued(&self) -> bool {
+        !self.queue.borrow().is_empty()
+    }
+
     /// A task of the worker's own, when it has live local tasks
     /// (`any_live`): local tasks and the deque take turns, so neither
     /// starves the other (the deque's may also be stolen; the local ones

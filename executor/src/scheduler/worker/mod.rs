@@ -154,6 +154,87 @@ pub(crate) struct WorkerThread {
 }
 
 impl WorkerThread {
+    /// Worker `index` of `registry`, owning its two deques: a worker
+    /// thread's (`main_loop`) or a seeded pool's logical worker
+    /// (`../seeded/`), whose generator and task ids come from its seed.
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        index: usize,
+        worker: Worker<Runnable>,
+        jobs: Worker<JobRef>,
+    ) -> WorkerThread {
+        let (rng, ids) = match registry.seeded() {
+            Some(s) => (s.seed() ^ (index as u64 + 1), s.worker_ids(index)),
+            None => (index as u64 + 1, (0, 0)),
+        };
+        WorkerThread {
+            worker,
+            jobs,
+            index,
+            rng: XorShift64Star::new(rng),
+            tick: Cell::new(0),
+            lifo_polls: Cell::new(0),
+            marked_blocked: Cell::new(false),
+            removals: Removals::new(),
+            io_batch: Cell::new(None),
+            ended: Cell::new(false),
+            events_seen: Cell::new(0),
+            io_wakers: Cell::new(Vec::new()),
+            stolen: Cell::new(0),
+            ran_jobs: Cell::new(false),
+            lazy: Cell::new(None),
+            job_blocks: JobBlocks::default(),
+            ids: Cell::new(ids),
+            local: LocalTasks::default(),
+            lane: WorkerLane::new(registry.timeline_shared(), index),
+            #[cfg(feature = "tokio-compat")]
+            host: registry.worker_host(index),
+            time_polls: registry.poll_clock(),
+            shares: Cell::new(0),
+            polling: Cell::new(None),
+            wait_scratch: RefCell::default(),
+            registry,
+        }
+    }
+
+    /// The worker leaves its pool (its `wait_until` of the terminate latch
+    /// returned, or a seeded pool shuts down): drop what it still holds.
+    pub(crate) fn leave(&self) {
+        // Shutdown: our `spawn_local` tasks can only be dropped here.
+        self.local
+            .cancel_all(self.registry.tasks(), self.index, &self.info().inbox);
+        // Drop what is left in our LIFO slot and deque. Dropping a
+        // future may wake another task onto them, so repeat until both stay empty.
+        while let Some(runnable) = self.info().lifo.take().or_else(|| self.worker.pop()) {
+            cancel(runnable);
+        }
+        // A fork-join job is never dropped: someone waits for it. (Only a
+        // scope's spawn can be left here: a `join` returns with its own.)
+        while let Some(job) = self.jobs.pop() {
+            self.execute_job(job);
+        }
+    }
+
+    /// A search found nothing: keep no finished task alive, neither in the
+    /// batch of removals nor in the keys other workers handed back to this
+    /// worker's shard.
+    pub(crate) fn went_idle(&self) {
+        self.removals.flush(self.registry.tasks());
+        self.registry.tasks().reclaim(self.index);
+    }
+
+    /// Does anything wait for this worker: its deques, its LIFO or
+    /// deferred slot, its `spawn_local` queue or inbox? (A seeded pool's
+    /// check before it calls itself quiet.)
+    pub(crate) fn has_queued(&self) -> bool {
+        let info = self.info();
+        !self.worker.is_empty()
+            || !self.jobs.is_empty()
+            || info.lifo.is_occupied()
+            || info.deferred.is_occupied()
+            || self.local.any_live() && (self.local.has_queued() || info.inbox.has_items())
+    }
+
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -382,7 +463,7 @@ impl WorkerThread {
         }
     }
 
-    fn run(&self, work: Work) {
+    pub(crate) fn run(&self, work: Work) {
         match work {
             Work::Task(runnable) => self.execute(runnable),
             Work::Job(job) => self.execute_job(job),
@@ -633,6 +714,13 @@ impl WorkerThread {
     /// Run tasks until `latch` is set, sleeping (and counted as sleeping)
     /// when there is nothing to run. New work and `latch` both wake it.
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
+        if let Some(seeded) = self.registry.seeded() {
+            // A logical worker: the run steps every worker, this one
+            // included, until the latch is set (`../seeded/`).
+            seeded.wait_until(&|| latch.probe());
+            self.post_deferred();
+            return;
+        }
         let sleep = self.registry.sleep_manager();
         let stats = self.stats();
         let clock = self.registry.busy_clock();
@@ -655,11 +743,8 @@ impl WorkerThread {
                 self.post_deferred();
                 return;
             }
-            // Idle: search in rounds, get sleepy, sleep. An idle worker keeps
-            // no finished task alive: not in its batch of removals, nor in
-            // the keys other workers handed back to its shard.
-            self.removals.flush(self.registry.tasks());
-            self.registry.tasks().reclaim(self.index);
+            // Idle: search in rounds, get sleepy, sleep.
+            self.went_idle();
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             // Idle: the driver's sleeper fires this worker's timers until
             // it is busy again (`io/deadlines.rs`).
@@ -774,34 +859,7 @@ pub(crate) fn main_loop(
     worker: Worker<Runnable>,
     jobs: Worker<JobRef>,
 ) {
-    let this = WorkerThread {
-        worker,
-        jobs,
-        index,
-        rng: XorShift64Star::new(index as u64 + 1),
-        tick: Cell::new(0),
-        lifo_polls: Cell::new(0),
-        marked_blocked: Cell::new(false),
-        removals: Removals::new(),
-        io_batch: Cell::new(None),
-        ended: Cell::new(false),
-        events_seen: Cell::new(0),
-        io_wakers: Cell::new(Vec::new()),
-        stolen: Cell::new(0),
-        ran_jobs: Cell::new(false),
-        lazy: Cell::new(None),
-        job_blocks: JobBlocks::default(),
-        ids: Cell::new((0, 0)),
-        local: LocalTasks::default(),
-        lane: WorkerLane::new(registry.timeline_shared(), index),
-        #[cfg(feature = "tokio-compat")]
-        host: registry.worker_host(index),
-        time_polls: registry.poll_clock(),
-        shares: Cell::new(0),
-        polling: Cell::new(None),
-        wait_scratch: RefCell::default(),
-        registry,
-    };
+    let this = WorkerThread::new(registry, index, worker, jobs);
     let _exit = ExitGuard(Arc::clone(&this.registry));
     // SAFETY: `this` lives on this frame until after `_exit` (declared
     // after it, so dropped before it) takes it out of the context.
@@ -815,19 +873,7 @@ pub(crate) fn main_loop(
     let _tokio = this.host.as_ref().map(|h| h.enter());
     this.registry.thread_hooks().run_start();
     this.wait_until(&this.info().terminate);
-    // Shutdown: our `spawn_local` tasks can only be dropped here.
-    this.local
-        .cancel_all(this.registry.tasks(), index, &this.info().inbox);
-    // Drop what is left in our LIFO slot and deque. Dropping a
-    // future may wake another task onto them, so repeat until both stay empty.
-    while let Some(runnable) = this.info().lifo.take().or_else(|| this.worker.pop()) {
-        cancel(runnable);
-    }
-    // A fork-join job is never dropped: someone waits for it. (Only a
-    // scope's spawn can be left here: a `join` returns with its own.)
-    while let Some(job) = this.jobs.pop() {
-        this.execute_job(job);
-    }
+    this.leave();
     // A hook's panic is caught: the worker goes on (`ThreadHooks`).
     this.registry.thread_hooks().run_stop();
 }
@@ -853,7 +899,17 @@ impl Drop for WorkerThread {
 }
 
 /// What a search found.
-enum Work {
+pub(crate) enum Work {
     Task(Runnable),
     Job(JobRef),
+}
+
+impl Work {
+    /// The task's id; `None` for a fork-join job.
+    pub(crate) fn task_id(&self) -> Option<TaskId> {
+        match self {
+            Work::Task(r) => Some(r.metadata().id()),
+            Work::Job(_) => None,
+        }
+    }
 }

@@ -83,7 +83,7 @@ impl WorkerThread {
     /// and are posted together as internal jobs: a sleeper is woken only if
     /// no awake worker is idle to steal them.
     /// Returns how many of them were this pool's tasks.
-    pub(super) fn wake_ready(&self, wakers: &mut Vec<Waker>) -> usize {
+    pub(crate) fn wake_ready(&self, wakers: &mut Vec<Waker>) -> usize {
         if wakers.is_empty() {
             return 0;
         }
@@ -233,7 +233,7 @@ impl WorkerThread {
     }
 
     /// One search, in the order of the module invariants.
-    pub(super) fn find_work(&self) -> Option<Work> {
+    pub(crate) fn find_work(&self) -> Option<Work> {
         if self.tick() {
             if let Some(r) = self.steal_injected() {
                 self.lifo_polls.set(0);
@@ -324,7 +324,7 @@ impl WorkerThread {
     /// a poll that blocks or runs long strands them in this deque while
     /// other workers sleep.
     #[inline]
-    pub(super) fn post_stolen(&self) {
+    pub(crate) fn post_stolen(&self) {
         let rest = self.stolen.replace(0);
         if rest > 0 {
             self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(rest));
@@ -345,12 +345,12 @@ impl WorkerThread {
 }
 
 /// xorshift64*: a tiny generator for the start of each steal sweep.
-pub(super) struct XorShift64Star {
+pub(crate) struct XorShift64Star {
     state: Cell<u64>,
 }
 
 impl XorShift64Star {
-    pub(super) fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         // Spread small seeds over the state space; the state must not be 0.
         let s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         XorShift64Star {
@@ -368,7 +368,7 @@ impl XorShift64Star {
     }
 
     /// A value in `0..n`.
-    fn next_usize(&self, n: usize) -> usize {
+    pub(crate) fn next_usize(&self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
