@@ -188,6 +188,68 @@ pub mod __private {
             panic!("{attribute}: the pool failed to start: {e}{from}")
         })
     }
+
+    /// What a seeded test's body returns: did it fail (its sweep stops)?
+    pub trait SeedOutcome {
+        fn failed(&self) -> bool;
+    }
+
+    impl SeedOutcome for () {
+        fn failed(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T, E> SeedOutcome for Result<T, E> {
+        fn failed(&self) -> bool {
+            self.is_err()
+        }
+    }
+
+    /// A seeded `#[pool::test]`: `body` on a fresh seeded pool for each
+    /// seed from `first` on, `seeds` of them (`POOL_SEEDS` over it; one,
+    /// `POOL_SEED`'s, when that is set), until one fails (a panic, whose
+    /// run prints its seed, or an `Err`, returned).
+    ///
+    /// # Panics
+    ///
+    /// If `POOL_SEEDS` is not a positive count, or a pool cannot start.
+    pub fn run_seeds<T: SeedOutcome>(
+        worker_threads: Option<usize>,
+        thread_name: Option<&str>,
+        first: u64,
+        seeds: Option<u64>,
+        attribute: &str,
+        body: impl Fn(&crate::pool::Pool) -> T,
+    ) -> T {
+        let count = match std::env::var("POOL_SEEDS") {
+            _ if std::env::var_os("POOL_SEED").is_some() => 1,
+            Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => panic!(
+                    "{attribute}: POOL_SEEDS must be a positive count of seeds to run, got {v:?}"
+                ),
+            },
+            _ => seeds.unwrap_or(1),
+        };
+        let mut ran = 0;
+        loop {
+            let seed = first.wrapping_add(ran);
+            let pool = pool_for_macro(worker_threads, thread_name, true, Some(seed), attribute);
+            let out = body(&pool);
+            drop(pool);
+            if out.failed() {
+                eprintln!(
+                    "{attribute}: seed {seed} failed; rerun it with POOL_SEED={seed}"
+                );
+                return out;
+            }
+            ran += 1;
+            if ran == count {
+                return out;
+            }
+        }
+    }
 }
 
 #[allow(dead_code)]

@@ -21,7 +21,8 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`, `seed`";
+const KNOWN_ARGUMENTS: &str =
+    "`worker_threads`, `thread_name`, `start_paused`, `seed`, `seeds`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
 /// `pool::Pool` (`worker_threads = N` workers, or the default; threads
@@ -52,7 +53,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `seed = N` runs it on a seeded pool (`Builder::seed`): its workers are
 /// logical workers on the test's thread, interleaved the same way for the
 /// same seed, on a paused clock; `POOL_SEED=N` replaces the seed, and a
-/// failing run prints the line that replays it.
+/// failing run prints the line that replays it. `seeds = K` (or
+/// `POOL_SEEDS=K` in the environment) runs the test on the K seeds from
+/// `seed` on, each on a fresh pool, until one fails: a sweep for a race
+/// (`POOL_SEED`, when set, runs its one seed).
 ///
 /// ```
 /// #[pool::test(worker_threads = 2)]
@@ -102,6 +106,7 @@ struct Config {
     thread_name: Option<(String, Span)>,
     start_paused: Option<(bool, Span)>,
     seed: Option<(u64, Span)>,
+    seeds: Option<(u64, Span)>,
 }
 
 fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
@@ -131,7 +136,14 @@ fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
     }
 
     let mut errors = Vec::new();
-    let config = parse_args(args, &mut errors);
+    let mut config = parse_args(args, &mut errors);
+    if let (Kind::Main, Some((_, span))) = (kind, &config.seeds) {
+        errors.push(syn::Error::new(
+            *span,
+            "`seeds` sweeps the seeds of a #[pool::test]; a #[pool::main] runs one seed: remove `seeds`",
+        ));
+        config.seeds = None;
+    }
     errors.extend(check_signature(kind, &input));
     let mut input = input;
     if kind == Kind::Test {
@@ -172,6 +184,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "thread_name" => "`thread_name = \"app\"`",
             "start_paused" => "`start_paused = true`",
             "seed" => "`seed = 42`",
+            "seeds" => "`seeds = 500`",
             _ => {
                 errors.push(syn::Error::new_spanned(
                     meta.path(),
@@ -196,6 +209,7 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "worker_threads" => config.worker_threads.as_ref().map(|(_, s)| *s),
             "start_paused" => config.start_paused.as_ref().map(|(_, s)| *s),
             "seed" => config.seed.as_ref().map(|(_, s)| *s),
+            "seeds" => config.seeds.as_ref().map(|(_, s)| *s),
             _ => config.thread_name.as_ref().map(|(_, s)| *s),
         };
         if let Some(first) = first {
@@ -216,11 +230,19 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
                 parse_start_paused(value).map(|b| config.start_paused = Some((b, span)))
             }
             "seed" => parse_seed(value).map(|n| config.seed = Some((n, span))),
+            "seeds" => parse_seeds(value).map(|n| config.seeds = Some((n, span))),
             _ => parse_thread_name(value).map(|s| config.thread_name = Some((s, span))),
         };
         if let Err(e) = parsed {
             errors.push(e);
         }
+    }
+    if let (Some((_, span)), None) = (&config.seeds, &config.seed) {
+        errors.push(syn::Error::new(
+            *span,
+            "`seeds` needs `seed = N` beside it, the first seed of the sweep, like `seed = 0, seeds = 500`",
+        ));
+        config.seeds = None;
     }
     config
 }
@@ -257,6 +279,26 @@ fn parse_seed(value: &Expr) -> Result<u64, syn::Error> {
         return Err(not_a_seed());
     };
     int.base10_parse::<u64>().map_err(|_| not_a_seed())
+}
+
+/// `seeds`: how many seeds a sweep runs, a positive integer literal.
+fn parse_seeds(value: &Expr) -> Result<u64, syn::Error> {
+    let not_a_count = || {
+        syn::Error::new_spanned(
+            value,
+            "`seeds` takes a positive integer literal, the number of seeds to run, like `seeds = 500`",
+        )
+    };
+    let Expr::Lit(ExprLit {
+        lit: Lit::Int(int), ..
+    }) = value
+    else {
+        return Err(not_a_count());
+    };
+    match int.base10_parse::<u64>() {
+        Ok(0) | Err(_) => Err(not_a_count()),
+        Ok(n) => Ok(n),
+    }
 }
 
 /// A thread name: a non-empty string literal with no NUL byte (what
@@ -369,6 +411,26 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         None => quote!(::core::option::Option::None),
     };
     let attribute = kind.attribute();
+    if let (Kind::Test, Some((first, _))) = (kind, config.seed) {
+        // A seeded test: the body runs once per seed of its sweep, each on
+        // a fresh pool (`__private::run_seeds`).
+        let seeds = match config.seeds {
+            Some((n, span)) => quote_spanned!(span=> ::core::option::Option::Some(#n)),
+            None => quote!(::core::option::Option::None),
+        };
+        let run = quote_spanned! {block.span()=>
+            ::pool::__private::run_seeds(
+                #workers, #name, #first, #seeds, #attribute,
+                |pool: &::pool::Pool| pool.block_on(async #block),
+            )
+        };
+        let body: syn::Block = syn::parse_quote! {{ #run }};
+        *input.block = body;
+        return quote! {
+            #[::core::prelude::v1::test]
+            #input
+        };
+    }
     // The call spans the body's braces, so a mismatch between the body's
     // value and the declared return type points at the user's body.
     let run = quote_spanned! {block.span()=>

@@ -447,3 +447,54 @@ async fn the_test_attribute_takes_a_seed() {
     pool::time::sleep(Duration::from_secs(86_400)).await;
     assert_eq!(start.elapsed(), Duration::from_secs(86_400));
 }
+
+/// A sweep's body: counts its runs, and fails on the seed
+/// `SWEEP_FAIL_AT` names (if any).
+static SWEEP_RUNS: AtomicU64 = AtomicU64::new(0);
+
+#[pool::test(seed = 1000, seeds = 25, worker_threads = 2)]
+async fn child_sweeps_seeds() {
+    SWEEP_RUNS.fetch_add(1, Ordering::SeqCst);
+    let seed = pool::Handle::current().seed().unwrap();
+    if std::env::var("SWEEP_FAIL_AT").is_ok_and(|s| s == seed.to_string()) {
+        panic!("planted failure at seed {seed}");
+    }
+    if std::env::var_os("SWEEP_PRINT").is_some() {
+        println!("SWEEP seed={seed} runs={}", SWEEP_RUNS.load(Ordering::SeqCst));
+    }
+}
+
+#[test]
+fn a_seeds_sweep_runs_each_seed_and_stops_at_the_first_failure() {
+    watchdog("seed sweep", 60, || {
+        let out = child("child_sweeps_seeds", &[("SWEEP_PRINT", "1")]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        let seeds: Vec<&str> = stdout.matches("SWEEP seed=").collect();
+        assert_eq!(seeds.len(), 25, "{stdout}");
+        assert!(stdout.contains("SWEEP seed=1024 runs=25"), "{stdout}");
+        // POOL_SEEDS replaces the count.
+        let out = child("child_sweeps_seeds", &[("SWEEP_PRINT", "1"), ("POOL_SEEDS", "3")]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.matches("SWEEP seed=").count(), 3, "{stdout}");
+        // The first failure stops it and says how to replay it.
+        let out = child(
+            "child_sweeps_seeds",
+            &[("SWEEP_PRINT", "1"), ("SWEEP_FAIL_AT", "1007")],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(text.contains("planted failure at seed 1007"), "{text}");
+        assert!(text.contains("POOL_SEED=1007"), "{text}");
+        assert!(!text.contains("SWEEP seed=1008"), "{text}");
+        // POOL_SEED replays that one seed.
+        let out = child(
+            "child_sweeps_seeds",
+            &[("SWEEP_PRINT", "1"), ("POOL_SEED", "1007"), ("SWEEP_FAIL_AT", "1007")],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success());
+        assert_eq!(stdout.matches("SWEEP seed=").count(), 0, "{stdout}");
+    });
+}

@@ -25,4 +25,9 @@ async fn seeded() {
     pool::time::sleep(std::time::Duration::from_secs(60)).await;
 }
 
+#[pool::test(seed = 0, seeds = 20)]
+async fn seeded_sweep_returns_result() -> Result<(), pool::JoinError> {
+    pool::spawn(async {}).await
+}
+
 fn main() {}
