@@ -14,6 +14,7 @@ use crate::inspect::stall::{StallConfig, StallWatch};
 use crate::pool::Pool;
 use crate::scheduler::config::invalid_input;
 use crate::scheduler::config::Config;
+use crate::scheduler::seed::SeedStrategy;
 use crate::scheduler::watcher::Look;
 use std::fmt;
 use std::io;
@@ -460,6 +461,33 @@ impl Builder {
         self
     }
 
+    /// How a seeded pool ([`seed`](Builder::seed)) picks each step's actor:
+    /// [`SeedStrategy::Random`](crate::SeedStrategy::Random) (the default)
+    /// or [`SeedStrategy::Pct`](crate::SeedStrategy::Pct). Ignored by a
+    /// pool that is not seeded.
+    ///
+    /// # Errors
+    ///
+    /// `build` returns `InvalidInput` for a `Pct` with `depth` or `steps`
+    /// of 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use pool::SeedStrategy;
+    ///
+    /// let pool = pool::Builder::new()
+    ///     .seed(3)
+    ///     .seed_strategy(SeedStrategy::Pct { depth: 2, steps: 200 })
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(pool.block_on(pool.spawn(async { 1 + 1 })).unwrap(), 2);
+    /// ```
+    pub fn seed_strategy(mut self, strategy: SeedStrategy) -> Builder {
+        self.config.seed_strategy = strategy;
+        self
+    }
+
     /// Let [`pool::fs`](crate::fs) run opens, reads, writes and syncs on
     /// the pool's io_uring where the kernel gives one (on by default);
     /// `false` keeps every file operation on the blocking threads, as
@@ -576,6 +604,7 @@ impl fmt::Debug for Builder {
             .field("poll_time_histogram", &c.poll_time_histogram)
             .field("start_paused", &c.start_paused)
             .field("seed", &c.seed)
+            .field("seed_strategy", &c.seed_strategy)
             .field("io_uring", &c.io_uring);
         #[cfg(feature = "console")]
         d.field("console", &c.console);

@@ -139,7 +139,7 @@ pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
 pub use scheduler::coop::{consume_budget, unconstrained};
-pub use scheduler::{Bucket, Histogram, Metrics, WorkerMetrics};
+pub use scheduler::{Bucket, Histogram, Metrics, SeedStrategy, WorkerMetrics};
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 
@@ -239,9 +239,7 @@ pub mod __private {
             let out = body(&pool);
             drop(pool);
             if out.failed() {
-                eprintln!(
-                    "{attribute}: seed {seed} failed; rerun it with POOL_SEED={seed}"
-                );
+                eprintln!("{attribute}: seed {seed} failed; rerun it with POOL_SEED={seed}");
                 return out;
             }
             ran += 1;

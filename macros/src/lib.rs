@@ -21,8 +21,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str =
-    "`worker_threads`, `thread_name`, `start_paused`, `seed`, `seeds`";
+const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`, `seed`, `seeds`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
 /// `pool::Pool` (`worker_threads = N` workers, or the default; threads

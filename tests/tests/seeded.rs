@@ -460,7 +460,10 @@ async fn child_sweeps_seeds() {
         panic!("planted failure at seed {seed}");
     }
     if std::env::var_os("SWEEP_PRINT").is_some() {
-        println!("SWEEP seed={seed} runs={}", SWEEP_RUNS.load(Ordering::SeqCst));
+        println!(
+            "SWEEP seed={seed} runs={}",
+            SWEEP_RUNS.load(Ordering::SeqCst)
+        );
     }
 }
 
@@ -474,7 +477,10 @@ fn a_seeds_sweep_runs_each_seed_and_stops_at_the_first_failure() {
         assert_eq!(seeds.len(), 25, "{stdout}");
         assert!(stdout.contains("SWEEP seed=1024 runs=25"), "{stdout}");
         // POOL_SEEDS replaces the count.
-        let out = child("child_sweeps_seeds", &[("SWEEP_PRINT", "1"), ("POOL_SEEDS", "3")]);
+        let out = child(
+            "child_sweeps_seeds",
+            &[("SWEEP_PRINT", "1"), ("POOL_SEEDS", "3")],
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(stdout.matches("SWEEP seed=").count(), 3, "{stdout}");
         // The first failure stops it and says how to replay it.
@@ -491,10 +497,112 @@ fn a_seeds_sweep_runs_each_seed_and_stops_at_the_first_failure() {
         // POOL_SEED replays that one seed.
         let out = child(
             "child_sweeps_seeds",
-            &[("SWEEP_PRINT", "1"), ("POOL_SEED", "1007"), ("SWEEP_FAIL_AT", "1007")],
+            &[
+                ("SWEEP_PRINT", "1"),
+                ("POOL_SEED", "1007"),
+                ("SWEEP_FAIL_AT", "1007"),
+            ],
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!out.status.success());
         assert_eq!(stdout.matches("SWEEP seed=").count(), 0, "{stdout}");
     });
+}
+
+/// T1 reads a counter, yields once and writes it back plus one; T2 waits
+/// until T1 has read, yields `k` times, then adds one. The update is lost
+/// only if T1 stays off the CPU for all of T2's `k` steps: a starvation
+/// that uniform choice almost never runs for large `k` (about 2^-k).
+fn starved_update(seed: u64, strategy: pool::SeedStrategy, k: usize) -> (bool, u64) {
+    let pool = Builder::new()
+        .seed(seed)
+        .seed_strategy(strategy)
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let counter = Arc::new(AtomicU64::new(0));
+    let read = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let t1 = {
+        let (counter, read) = (Arc::clone(&counter), Arc::clone(&read));
+        pool.spawn(async move {
+            let v = counter.load(Ordering::SeqCst);
+            read.store(true, Ordering::SeqCst);
+            pool::yield_now().await;
+            counter.store(v + 1, Ordering::SeqCst);
+        })
+    };
+    let t2 = {
+        let (counter, read) = (Arc::clone(&counter), Arc::clone(&read));
+        pool.spawn(async move {
+            // Spins on yield_now: under PCT this relies on its fallback to
+            // uniform choice after `steps`.
+            while !read.load(Ordering::SeqCst) {
+                pool::yield_now().await;
+            }
+            for _ in 0..k {
+                pool::yield_now().await;
+            }
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    pool.block_on(async {
+        t1.await.unwrap();
+        t2.await.unwrap();
+    });
+    (counter.load(Ordering::SeqCst) == 1, pool.schedule_hash())
+}
+
+#[test]
+fn pct_finds_a_starvation_that_uniform_choice_does_not_and_replays_it() {
+    if seed_overridden("pct") {
+        return;
+    }
+    watchdog("seeded pct", 120, || {
+        let pct = pool::SeedStrategy::Pct {
+            depth: 3,
+            steps: 100,
+        };
+        let found: Vec<(u64, u64)> = (0..500)
+            .filter_map(|seed| {
+                let (lost, hash) = starved_update(seed, pct, 12);
+                lost.then_some((seed, hash))
+            })
+            .collect();
+        let uniform = (0..500)
+            .filter(|&seed| starved_update(seed, pool::SeedStrategy::Random, 12).0)
+            .count();
+        eprintln!(
+            "starved update (k = 12), 500 seeds: PCT depth 3 finds it in {}, uniform in {uniform}",
+            found.len()
+        );
+        assert!(
+            found.len() >= 3,
+            "PCT found the starved update in {} of 500 seeds",
+            found.len()
+        );
+        for &(seed, hash) in &found {
+            assert_eq!(
+                starved_update(seed, pct, 12),
+                (true, hash),
+                "seed {seed} replays"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_pct_strategy_out_of_range_is_invalid_input() {
+    for (depth, steps) in [(0, 100), (2, 0)] {
+        let e = Builder::new()
+            .seed(1)
+            .seed_strategy(pool::SeedStrategy::Pct { depth, steps })
+            .build()
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(
+            e.to_string()
+                .contains("SeedStrategy::Pct needs depth and steps"),
+            "{e}"
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
-use super::seed::{DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS};
+use super::seed::{SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS};
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::unwind::call_quietly;
@@ -103,6 +103,8 @@ pub(crate) struct Config {
     /// `Builder::seed`: a seeded pool of logical workers (`seeded/`),
     /// `POOL_SEED` read over it by `check`.
     pub(crate) seed: Option<u64>,
+    /// `Builder::seed_strategy`.
+    pub(crate) seed_strategy: SeedStrategy,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -134,6 +136,7 @@ impl Config {
             start_paused: false,
             io_uring: true,
             seed: None,
+            seed_strategy: SeedStrategy::Random,
             #[cfg(feature = "console")]
             console: None,
             #[cfg(feature = "console")]
@@ -177,6 +180,14 @@ impl Config {
                 "worker_threads of a seeded pool (Builder::seed) must be between 1 and {}, got {workers}",
                 MAX_SEEDED_WORKERS
             )));
+        }
+        if let SeedStrategy::Pct { depth, steps } = self.seed_strategy {
+            if depth == 0 || steps == 0 {
+                return Err(invalid_input(format!(
+                    "seed_strategy: SeedStrategy::Pct needs depth and steps of at least 1 \
+                     (depth 2 or 3, steps about the run's length), got depth {depth}, steps {steps}"
+                )));
+            }
         }
         // No console either: it is real I/O, on a thread of its own.
         #[cfg(feature = "console")]

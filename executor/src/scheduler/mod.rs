@@ -73,3 +73,4 @@ pub(crate) mod worker;
 
 pub use metrics::{Metrics, WorkerMetrics};
 pub use poll_times::{Bucket, Histogram};
+pub use seed::SeedStrategy;

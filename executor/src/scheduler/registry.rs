@@ -312,7 +312,9 @@ impl Registry {
             #[cfg(feature = "tokio-compat")]
             tokio: std::sync::OnceLock::new(),
             io_uring: config.io_uring && config.seed.is_none(),
-            seeded: config.seed.map(Seeded::new),
+            seeded: config
+                .seed
+                .map(|seed| Seeded::new(seed, config.seed_strategy)),
             #[cfg(feature = "console")]
             console,
         }

@@ -41,9 +41,43 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// Marks a fork-join job's step in the hash (jobs have no ids).
 const JOB_MARK: u64 = u64::MAX;
 
+/// How a seeded pool ([`Builder::seed`](crate::Builder::seed)) picks the
+/// actor of each step (a logical worker's search or run, the `block_on`
+/// future, the logical blocking thread) among those that can act:
+/// [`Builder::seed_strategy`](crate::Builder::seed_strategy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SeedStrategy {
+    /// Uniformly at random (the default): every interleaving of the steps
+    /// has a chance, and a short race (a read, a yield, a write) shows in
+    /// a few seeds.
+    #[default]
+    Random,
+    /// Probabilistic concurrency testing (PCT; Burckhardt, Kothari,
+    /// Musuvathi, Nagarakatte, ASPLOS 2010). The actors get a seeded
+    /// priority order and the highest that can act takes every step, but
+    /// at `depth - 1` seeded steps among the first `steps` the actor that
+    /// just stepped drops below all the others. A bug that shows only
+    /// when `depth` steps happen in one order is found with probability at
+    /// least `1 / (n * steps^(depth - 1))` per seed (`n` the actors): this
+    /// finds a task starved behind another for long, which uniform choice
+    /// almost never runs. `steps` should be about the run's length in
+    /// steps; `depth` is usually 2 or 3. From step `steps` on the choice
+    /// is uniform, as `Random`'s, so that a task spinning on `yield_now`
+    /// for another cannot starve it for ever behind its priority.
+    Pct {
+        /// Ordering constraints of the bugs looked for (at least 1; 1 never
+        /// changes the priorities).
+        depth: u32,
+        /// The steps among which the priority changes fall (at least 1).
+        steps: u64,
+    },
+}
+
 /// What the registry keeps of a seeded pool (`Registry::seeded`).
 pub(crate) struct Seeded {
     seed: u64,
+    strategy: SeedStrategy,
     /// The first task id of this pool's reserved block.
     ids_base: u64,
     /// The next id of block 0 (spawns from outside the logical workers).
@@ -65,10 +99,11 @@ pub(crate) trait Runner: Send + Sync {
 }
 
 impl Seeded {
-    pub(crate) fn new(seed: u64) -> Seeded {
+    pub(crate) fn new(seed: u64, strategy: SeedStrategy) -> Seeded {
         let ids_base = TaskId::reserve(IDS_PER_POOL);
         Seeded {
             seed,
+            strategy,
             ids_base,
             outside_ids: AtomicU64::new(ids_base),
             hash: AtomicU64::new(FNV_BASIS),
@@ -78,6 +113,10 @@ impl Seeded {
 
     pub(crate) fn seed(&self) -> u64 {
         self.seed
+    }
+
+    pub(crate) fn strategy(&self) -> SeedStrategy {
+        self.strategy
     }
 
     pub(crate) fn schedule_hash(&self) -> u64 {

@@ -4,6 +4,11 @@
 //! `block_on`, each step's actor picked by the seeded generator
 //! (`README.md`).
 //!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | `LogicalWorkers`: the workers and the loop that steps them, the clock's jumps when quiet, the deadlock report, the replay line of a panic |
+//! | `pick.rs` | `Pick`: the actor of each step, by `SeedStrategy` (uniform, or PCT's priorities and change points) |
+//!
 //! # Invariants
 //!
 //! * A logical worker is a real `WorkerThread` (its deques, LIFO slot,
@@ -37,11 +42,14 @@
 use crate::context::pool_cells;
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::registry::Registry;
+pub(crate) mod pick;
+
 use crate::scheduler::seed::{Runner, Waiter};
 use crate::scheduler::worker::search::XorShift64Star;
 use crate::scheduler::worker::{Work, WorkerThread};
 use crate::task::future::cancel;
 use parking_lot::ReentrantMutex;
+use pick::Pick;
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -57,6 +65,8 @@ struct Inner {
     /// The workers and their pool, until the shutdown takes them.
     parts: RefCell<Option<Parts>>,
     rng: XorShift64Star,
+    /// How each step's actor is picked (`pick.rs`).
+    pick: RefCell<Pick>,
     /// Runs under way on the driving thread (1 inside the outermost).
     depth: Cell<usize>,
 }
@@ -82,10 +92,12 @@ impl LogicalWorkers {
     /// The runner of `workers`, the logical workers of the seeded pool
     /// `registry`.
     pub(crate) fn new(registry: Arc<Registry>, workers: Box<[WorkerThread]>) -> LogicalWorkers {
-        let seed = registry
+        let seeded = registry
             .seeded()
-            .expect("logical workers are a seeded pool's")
-            .seed();
+            .expect("logical workers are a seeded pool's");
+        let seed = seeded.seed();
+        let rng = XorShift64Star::new(seed);
+        let pick = Pick::new(seeded.strategy(), pick::actors(workers.len()), &rng);
         let found = workers.iter().map(|_| Cell::new(None)).collect();
         LogicalWorkers {
             seed,
@@ -95,7 +107,8 @@ impl LogicalWorkers {
                     workers,
                     found,
                 })),
-                rng: XorShift64Star::new(seed),
+                rng,
+                pick: RefCell::new(pick),
                 depth: Cell::new(0),
             }),
         }
@@ -114,7 +127,7 @@ impl Runner for LogicalWorkers {
         let depth = inner.depth.get();
         inner.depth.set(depth + 1);
         let result = catch_unwind(AssertUnwindSafe(|| {
-            self.step_until(parts, &inner.rng, waiter);
+            self.step_until(parts, &inner.rng, &inner.pick, waiter);
         }));
         inner.depth.set(depth);
         if let Err(payload) = result {
@@ -157,19 +170,30 @@ impl Runner for LogicalWorkers {
 
 impl LogicalWorkers {
     /// Step the pool until the waiter is done (the module invariants).
-    fn step_until(&self, parts: &Parts, rng: &XorShift64Star, waiter: &mut dyn Waiter) {
+    fn step_until(
+        &self,
+        parts: &Parts,
+        rng: &XorShift64Star,
+        pick: &RefCell<Pick>,
+        waiter: &mut dyn Waiter,
+    ) {
         let registry = &parts.registry;
         let workers = &*parts.workers;
         let n = workers.len();
         // Workers whose last search found nothing since anything ran.
         let mut idle = vec![false; n];
-        let mut idle_count = 0;
+        // The actors that can act (`pick.rs` numbers them).
+        let mut ready = Vec::with_capacity(pick::actors(n));
         while !waiter.done() {
-            let woken = waiter.woken();
-            let blocking = registry.blocking().has_simulated();
-            let busy = n - idle_count;
-            let actors = busy + usize::from(woken) + usize::from(blocking);
-            if actors == 0 {
+            ready.clear();
+            ready.extend((0..n).filter(|&i| !idle[i]));
+            if waiter.woken() {
+                ready.push(n);
+            }
+            if registry.blocking().has_simulated() {
+                ready.push(n + 1);
+            }
+            if ready.is_empty() {
                 if !self.quiet_step(parts, rng) {
                     panic!(
                         "pool: deadlock in a seeded pool (seed {}): the future being waited \
@@ -179,27 +203,21 @@ impl LogicalWorkers {
                     );
                 }
                 idle.fill(false);
-                idle_count = 0;
                 continue;
             }
-            let pick = rng.next_usize(actors);
-            if pick < busy {
-                let i = (0..n)
-                    .filter(|&i| !idle[i])
-                    .nth(pick)
-                    .expect("pick counts the busy workers");
-                if self.step(registry, &workers[i], &parts.found[i]) {
+            let actor = pick.borrow().choose(&ready, rng);
+            pick.borrow_mut().stepped(actor);
+            if actor < n {
+                if self.step(registry, &workers[actor], &parts.found[actor]) {
                     idle.fill(false);
-                    idle_count = 0;
                 } else {
-                    idle[i] = true;
-                    idle_count += 1;
+                    idle[actor] = true;
                 }
                 continue;
             }
             {
                 let _off = OnWorker::enter(None);
-                if woken && pick == busy {
+                if actor == n {
                     waiter.poll();
                 } else {
                     registry.blocking().run_simulated(registry);
@@ -207,7 +225,6 @@ impl LogicalWorkers {
             }
             // Either may have spawned or woken anything.
             idle.fill(false);
-            idle_count = 0;
         }
     }
 
