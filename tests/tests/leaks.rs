@@ -467,3 +467,61 @@ fn scope_spawns_in_worker_blocks_and_boxes_then_pools_dropped() {
         }
     });
 }
+
+#[test]
+fn seeded_pools_dropped_with_pending_sleeping_local_found_and_queued_work() {
+    watchdog("leaks: seeded pools", LIMIT_SECS, || {
+        for seed in 0..5 {
+            let drops = DropCounter::new();
+            let p = Builder::new().seed(seed).worker_threads(3).build().unwrap();
+            let (_never, rx) = futures::channel::oneshot::channel::<()>();
+            let rx = Arc::new(std::sync::Mutex::new(Some(rx)));
+            for i in 0..60 {
+                let t = drops.track();
+                let rx = Arc::clone(&rx);
+                drop(p.spawn(async move {
+                    let _t = t;
+                    match i % 3 {
+                        // Waits for ever (one of them on the channel).
+                        0 => {
+                            let rx = rx.lock().unwrap().take();
+                            match rx {
+                                Some(rx) => drop(rx.await),
+                                None => std::future::pending::<()>().await,
+                            }
+                        }
+                        // Sleeps past the pool's life.
+                        1 => pool::time::sleep(std::time::Duration::from_secs(3600)).await,
+                        // Yields for ever: runnable, queued or held by a
+                        // worker's search when the run returns.
+                        _ => loop {
+                            pool::yield_now().await;
+                        },
+                    }
+                }));
+            }
+            // A local task that waits for ever, and a blocking closure that
+            // is queued and never run.
+            let local = drops.track();
+            let queued = drops.track();
+            p.block_on(async move {
+                drop(pool::spawn(async move {
+                    drop(pool::spawn_local(async move {
+                        let _t = local;
+                        std::future::pending::<()>().await;
+                    }));
+                }));
+                for _ in 0..20 {
+                    pool::yield_now().await;
+                }
+            });
+            drop(p.spawn_blocking(move || drop(queued)));
+            drop(p);
+            assert_eq!(
+                drops.drops(),
+                62,
+                "seed {seed}: every future dropped with its pool"
+            );
+        }
+    });
+}
