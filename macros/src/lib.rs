@@ -260,43 +260,38 @@ fn parse_start_paused(value: &Expr) -> Result<bool, syn::Error> {
     }
 }
 
+/// An integer literal that parses as `N`, and the literal; else the error
+/// `message` at `value`.
+fn parse_int<'a, N>(value: &'a Expr, message: &str) -> Result<(N, &'a syn::LitInt), syn::Error>
+where
+    N: std::str::FromStr,
+    N::Err: std::fmt::Display,
+{
+    let parsed = match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(int), ..
+        }) => int.base10_parse::<N>().ok().map(|n| (n, int)),
+        _ => None,
+    };
+    parsed.ok_or_else(|| syn::Error::new_spanned(value, message))
+}
+
 /// `seed`: an integer literal that fits a `u64`.
 fn parse_seed(value: &Expr) -> Result<u64, syn::Error> {
-    let not_a_seed = || {
-        syn::Error::new_spanned(
-            value,
-            format!(
-                "`seed` takes an integer literal between 0 and {}, like `seed = 42`",
-                u64::MAX
-            ),
-        )
-    };
-    let Expr::Lit(ExprLit {
-        lit: Lit::Int(int), ..
-    }) = value
-    else {
-        return Err(not_a_seed());
-    };
-    int.base10_parse::<u64>().map_err(|_| not_a_seed())
+    let message = format!(
+        "`seed` takes an integer literal between 0 and {}, like `seed = 42`",
+        u64::MAX
+    );
+    parse_int(value, &message).map(|(n, _)| n)
 }
 
 /// `seeds`: how many seeds a sweep runs, a positive integer literal.
 fn parse_seeds(value: &Expr) -> Result<u64, syn::Error> {
-    let not_a_count = || {
-        syn::Error::new_spanned(
-            value,
-            "`seeds` takes a positive integer literal, the number of seeds to run, like `seeds = 500`",
-        )
-    };
-    let Expr::Lit(ExprLit {
-        lit: Lit::Int(int), ..
-    }) = value
-    else {
-        return Err(not_a_count());
-    };
-    match int.base10_parse::<u64>() {
-        Ok(0) | Err(_) => Err(not_a_count()),
-        Ok(n) => Ok(n),
+    let message =
+        "`seeds` takes a positive integer literal, the number of seeds to run, like `seeds = 500`";
+    match parse_int(value, message)? {
+        (0, _) => Err(syn::Error::new_spanned(value, message)),
+        (n, _) => Ok(n),
     }
 }
 
@@ -323,25 +318,13 @@ fn parse_thread_name(value: &Expr) -> Result<String, syn::Error> {
 }
 
 fn parse_worker_threads(value: &Expr) -> Result<usize, syn::Error> {
-    let not_a_count = || {
-        syn::Error::new_spanned(
-            value,
-            "`worker_threads` takes a positive integer literal, like `worker_threads = 4`",
-        )
-    };
-    let Expr::Lit(ExprLit {
-        lit: Lit::Int(int), ..
-    }) = value
-    else {
-        return Err(not_a_count());
-    };
-    match int.base10_parse::<usize>() {
-        Ok(0) => Err(syn::Error::new_spanned(
+    let message = "`worker_threads` takes a positive integer literal, like `worker_threads = 4`";
+    match parse_int(value, message)? {
+        (0, int) => Err(syn::Error::new_spanned(
             int,
             "`worker_threads` must be at least 1: a pool needs a worker to run tasks",
         )),
-        Ok(n) => Ok(n),
-        Err(_) => Err(not_a_count()),
+        (n, _) => Ok(n),
     }
 }
 
