@@ -422,6 +422,10 @@ impl Builder {
     ///   `io::Async` is refused with [`io::ErrorKind::Unsupported`](std::io::ErrorKind::Unsupported).
     /// * If every task waits and no timer is pending, `block_on` panics
     ///   (a deadlock, which a real pool would hang on).
+    /// * Only its own [`Pool::block_on`] (and `Pool::join`, `Pool::scope`)
+    ///   steps it: a plain [`pool::block_on`](crate::block_on), or a task of
+    ///   another pool, awaiting one of its `JoinHandle`s waits for ever,
+    ///   since nobody runs the seeded pool meanwhile.
     ///
     /// What it does not replay: races inside pool's own atomics (its loom
     /// models cover those), preemption inside one poll, and code that reads

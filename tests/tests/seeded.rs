@@ -331,6 +331,7 @@ fn a_seeded_pool_refuses_real_io() {
                 pool::net::UdpSocket::bind("127.0.0.1:0").await.err(),
                 pool::fs::read("Cargo.toml").await.err(),
                 pool::process::Command::new("true").spawn().err(),
+                pool::net::lookup_host("localhost:80").await.err(),
             ]
         });
         let says = format!(

@@ -104,7 +104,12 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
 ) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static {
     let resolution = classify(addr);
     async move {
-        let lookup = match resolution? {
+        let resolution = resolution?;
+        if !matches!(resolution, Resolution::Done(_)) {
+            // The resolver is real I/O: a seeded pool cannot replay it.
+            crate::context::current::refuse_if_seeded("a host name lookup (pool::net)")?;
+        }
+        let lookup = match resolution {
             Resolution::Done(addrs) => return Ok(addrs),
             Resolution::Lookup(host, port) => crate::free_fns::spawn_blocking(move || {
                 Ok((host.as_str(), port).to_socket_addrs()?.collect())
