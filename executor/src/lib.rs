@@ -223,7 +223,7 @@ pub mod __private {
         body: impl Fn(&crate::pool::Pool) -> T,
     ) -> T {
         let count = match std::env::var("POOL_SEEDS") {
-            _ if std::env::var_os("POOL_SEED").is_some() => 1,
+            _ if std::env::var_os(crate::scheduler::seed::SEED_VAR).is_some() => 1,
             Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
                 Ok(n) if n > 0 => n,
                 _ => panic!(

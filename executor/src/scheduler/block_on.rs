@@ -139,11 +139,11 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 /// `pool`'s clock while the future is polled or woken
 /// (`sleep/activity.rs`).
 pub(crate) fn block_on_in<F: Future>(pool: Option<&Arc<Registry>>, future: F) -> F::Output {
-    if let Some(seeded) = pool.and_then(|r| r.seeded()) {
+    if let Some((registry, seeded)) = pool.and_then(|r| Some((r, r.seeded()?))) {
         match pool_cells::worker() {
             // No thread sleeps here: this one steps the logical workers.
             None => return seeded.block_on(future),
-            Some(w) if !pool.is_some_and(|r| Arc::ptr_eq(r, w.registry())) => panic!(
+            Some(w) if !Arc::ptr_eq(registry, w.registry()) => panic!(
                 "a seeded pool's block_on was called inside a task of another pool: \
                  call it from a thread of its own (a #[pool::test] or main)"
             ),

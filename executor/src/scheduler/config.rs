@@ -8,7 +8,7 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
-use super::seed::{SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS};
+use super::seed::{SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS, SEED_VAR};
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::unwind::call_quietly;
@@ -256,9 +256,6 @@ impl Config {
 }
 
 /// An `InvalidInput` error with `message`.
-/// `POOL_SEED`: replaces the seed of every seeded pool of the process.
-const SEED_VAR: &str = "POOL_SEED";
-
 /// `POOL_SEED`, if set and not empty.
 fn seed_from_env() -> io::Result<Option<u64>> {
     let bad = |got: String| {

@@ -34,6 +34,9 @@ pub(crate) const MAX_SEEDED_WORKERS: usize = 63;
 /// number, so that a seed replays on any machine.
 pub(crate) const DEFAULT_SEEDED_WORKERS: usize = 4;
 
+/// `POOL_SEED`: replaces the seed of every seeded pool of the process.
+pub(crate) const SEED_VAR: &str = "POOL_SEED";
+
 /// FNV-1a's offset basis and prime (64 bits).
 const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
