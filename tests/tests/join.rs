@@ -442,41 +442,67 @@ fn a_recursion_under_one_outer_join_spreads_onto_an_idle_worker() {
     });
 }
 
+/// `f` under `levels` more `join`s of this worker's stack.
+fn under_joins<R: Send>(levels: usize, f: &(dyn Fn() -> R + Sync)) -> R {
+    if levels == 0 {
+        f()
+    } else {
+        pool::join(|| under_joins(levels - 1, f), || ()).0
+    }
+}
+
 #[test]
 fn a_panic_in_a_nested_join_that_nobody_took_is_resumed_after_both_halves() {
     watchdog("join_nested_panics", 30, || {
         // One worker: nobody asks for work, so the inner joins' second
-        // halves are never offered and run inline.
+        // halves are never offered and run inline. At depth 1 the join is
+        // plain (two calls); at depth 8 it links its half (`LINK_EVERY`).
         let p = pool(1);
-        let b_ran = AtomicBool::new(false);
-        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            p.join(
-                || pool::join(|| panic!("inner a"), || b_ran.store(true, Ordering::SeqCst)),
-                || (),
-            )
-        }))
-        .unwrap_err();
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner a"));
-        assert!(
-            b_ran.load(Ordering::SeqCst),
-            "b ran before a's panic was resumed"
-        );
-        let a_ran = AtomicBool::new(false);
-        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            p.join(
-                || pool::join(|| a_ran.store(true, Ordering::SeqCst), || panic!("inner b")),
-                || (),
-            )
-        }))
-        .unwrap_err();
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner b"));
-        assert!(a_ran.load(Ordering::SeqCst));
-        // Both panic: `a`'s wins.
-        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            p.join(|| pool::join(|| panic!("a"), || panic!("b")), || ())
-        }))
-        .unwrap_err();
-        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a"));
-        assert_eq!(p.join(|| pool::join(|| 1, || 2), || 3), ((1, 2), 3));
+        for levels in [0, 7] {
+            let b_ran = AtomicBool::new(false);
+            let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                p.join(
+                    || {
+                        under_joins(levels, &|| {
+                            pool::join(|| panic!("inner a"), || b_ran.store(true, Ordering::SeqCst))
+                        })
+                    },
+                    || (),
+                )
+            }))
+            .unwrap_err();
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner a"));
+            assert!(
+                b_ran.load(Ordering::SeqCst),
+                "b ran before a's panic was resumed ({levels} levels under)"
+            );
+            let a_ran = AtomicBool::new(false);
+            let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                p.join(
+                    || {
+                        under_joins(levels, &|| {
+                            pool::join(|| a_ran.store(true, Ordering::SeqCst), || panic!("inner b"))
+                        })
+                    },
+                    || (),
+                )
+            }))
+            .unwrap_err();
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"inner b"));
+            assert!(a_ran.load(Ordering::SeqCst));
+            // Both panic: `a`'s wins.
+            let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                p.join(
+                    || under_joins(levels, &|| pool::join(|| panic!("a"), || panic!("b"))),
+                    || (),
+                )
+            }))
+            .unwrap_err();
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"a"));
+            assert_eq!(
+                p.join(|| under_joins(levels, &|| pool::join(|| 1, || 2)), || 3),
+                ((1, 2), 3)
+            );
+        }
     });
 }

@@ -34,6 +34,7 @@ pub(crate) enum JobResult<R> {
 }
 
 impl<R> JobResult<R> {
+    #[inline]
     pub(crate) fn call(f: impl FnOnce() -> R) -> JobResult<R> {
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(r) => JobResult::Ok(r),
@@ -50,6 +51,7 @@ pub(crate) struct StackJob<F, R> {
 }
 
 impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
+    #[inline]
     pub(crate) fn new(func: F, latch: SpinLatch) -> Self {
         StackJob {
             latch,
@@ -64,6 +66,7 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     ///
     /// `self` must not move or be dropped until the job ran (its latch is
     /// set) or the `JobRef` was popped back unrun.
+    #[inline]
     pub(crate) unsafe fn as_job_ref(&self) -> JobRef {
         // SAFETY: the caller keeps `self` in place until it ran or was
         // popped back; `execute` runs it once, from any worker.
@@ -87,20 +90,29 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     }
 
     /// The owner popped its job back: run it here.
-    pub(crate) fn run_inline(self) -> JobResult<R> {
-        JobResult::call(self.into_func())
+    #[inline]
+    pub(crate) fn run_inline(&self) -> JobResult<R> {
+        JobResult::call(self.take_func())
     }
 
-    /// The owner never offered the job: its closure, to run inline.
-    pub(crate) fn into_func(self) -> F {
-        self.func
-            .into_inner()
-            .expect("a join's second half runs once")
+    /// The owner never offered the job, or popped it back: its closure, to
+    /// run inline. Taken in place, not by moving the job out of its frame
+    /// (a copy of the whole job, whose fresh stores a wide load cannot
+    /// forward from: a stall on every fork).
+    #[inline]
+    pub(crate) fn take_func(&self) -> F {
+        // SAFETY: the job was never offered, or was popped back unrun, so
+        // no other thread can reach it: the owner alone touches `func`.
+        unsafe { (*self.func.get()).take() }.expect("a join's second half runs once")
     }
 
     /// The owner saw the latch set: take the thief's result.
-    pub(crate) fn into_result(self) -> JobResult<R> {
-        self.result.into_inner()
+    #[inline]
+    pub(crate) fn take_result(&self) -> JobResult<R> {
+        // SAFETY: the latch is set, so the thief is done with the job (its
+        // `execute` wrote the result before the set); the owner alone
+        // touches it from here on.
+        unsafe { std::mem::replace(&mut *self.result.get(), JobResult::None) }
     }
 }
 

@@ -161,8 +161,28 @@ struct SendPtr<T>(*mut T);
 // owner after that task has finished (see `in_pool`).
 unsafe impl<T: Send> Send for SendPtr<T> {}
 
-/// `join` on worker `w` (see the module invariants).
+/// `join` on worker `w` (see the module invariants): a plain one inline in
+/// the caller, a linked one in its own frame.
+#[inline]
 fn join_on_worker<A, B, RA, RB>(w: &WorkerThread, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let depth = w.enter_join();
+    if depth.links() {
+        linked_join(w, a, b)
+    } else {
+        plain_join(a, b)
+    }
+}
+
+/// A `join` that links its second half (`lazy_jobs.rs`), where it may be
+/// offered to other workers.
+#[inline(never)]
+fn linked_join<A, B, RA, RB>(w: &WorkerThread, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,
@@ -183,7 +203,7 @@ where
         // a panic of `b` after an `a` that returned may unwind from here
         // as it is (both halves have finished), one after `a`'s is caught
         // so that `a`'s is the one resumed.
-        let func = job_b.into_func();
+        let func = job_b.take_func();
         return match result_a {
             JobResult::Ok(ra) => (ra, func()),
             result_a => both(result_a, JobResult::call(func)),
@@ -191,7 +211,7 @@ where
     }
     loop {
         if job_b.latch.core.probe() {
-            return both(result_a, job_b.into_result());
+            return both(result_a, job_b.take_result());
         }
         match w.take_local_job() {
             Some(job) if job.is(&job_b_ref) => return both(result_a, job_b.run_inline()),
@@ -200,8 +220,44 @@ where
             None => {
                 // Stolen: help until the thief sets the latch.
                 w.wait_until(&job_b.latch.core);
-                return both(result_a, job_b.into_result());
+                return both(result_a, job_b.take_result());
             }
+        }
+    }
+}
+
+/// A `join` that does not link its second half (`lazy_jobs.rs`): `a`, then
+/// `b`, as plain calls. If `a` panics, `b` runs while it unwinds (its own
+/// panic caught and dropped) and `a`'s goes on, as a linked `join` resumes
+/// `a`'s after both halves.
+#[inline]
+fn plain_join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA,
+    B: FnOnce() -> RB,
+{
+    let mut b = RunOnUnwind {
+        b: Some(b),
+        run: |b| {
+            let _ = catch_unwind(AssertUnwindSafe(b));
+        },
+    };
+    let ra = a();
+    let rb = b.b.take().expect("a join's second half runs once")();
+    (ra, rb)
+}
+
+/// A plain `join`'s second half while its first runs: run by the drop if
+/// the first unwinds.
+struct RunOnUnwind<B> {
+    b: Option<B>,
+    run: fn(B),
+}
+
+impl<B> Drop for RunOnUnwind<B> {
+    fn drop(&mut self) {
+        if let Some(b) = self.b.take() {
+            (self.run)(b);
         }
     }
 }

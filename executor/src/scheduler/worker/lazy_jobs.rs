@@ -21,12 +21,26 @@
 //!   *oldest* unoffered half (the biggest piece of the recursion), then
 //!   clears the request.
 //!
-//! The worker's side (`WorkerThread::link_half`, `unlink_half`,
+//! Most `join`s do not even link: a `join` links its half only at every
+//! [`LINK_EVERY`]-th depth of its worker's stack (the outermost included),
+//! or when an idle worker has asked; the others run both halves as plain
+//! calls (chili's `join_seq`, with depth in place of chili's count). A
+//! recursion's stack then keeps an offerable half every `LINK_EVERY`
+//! levels, the biggest pieces first, for a fork that costs a depth count
+//! and a flag's load.
+//!
+//! The worker's side (`WorkerThread::enter_join`, `link_half`, `unlink_half`,
 //! `offer_oldest`) is in `mod.rs`, beside its job pushes; this file is the
 //! list's links.
 //!
 //! # Invariants
 //!
+//! * A plain `join` (not linked) was never seen by another thread, and its
+//!   halves are never offered: it runs `a`, then `b`, and if `a` panics,
+//!   `b` still runs before the panic goes on (`join/mod.rs`). Only the
+//!   halves that are linked can be offered, so a request is answered at
+//!   the next `join` (which links, since the flag is set) with the oldest
+//!   linked unoffered half, its own at worst.
 //! * The list is this thread's only (`Cell`s), and follows its stack: a
 //!   `join` links its half before running the first and unlinks it after,
 //!   and every `join` nested inside (on this thread, in the first half or
@@ -46,6 +60,13 @@
 use crate::scheduler::job_ref::JobRef;
 use std::cell::Cell;
 use std::ptr::NonNull;
+
+/// A `join` links its second half at every `LINK_EVERY`-th depth of its
+/// worker's stack (and when asked). 8: a fork-per-call recursion pays the
+/// link (its `StackJob`, the list, the tick) at one `join` in 8 and keeps an
+/// offerable half every 8 levels; `forkjoin --workers 1 --only fib` costs
+/// are in docs/BENCHMARKS.md, "Plain joins".
+pub(crate) const LINK_EVERY: u32 = 8;
 
 /// A `join`'s second half, on the stack of the `join` that made it, linked
 /// into its worker's list while the first half runs.

@@ -72,7 +72,7 @@ use removals::Removals;
 use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -126,6 +126,13 @@ pub(crate) struct WorkerThread {
     /// The newest unfinished `join` half of this thread's stack
     /// (`lazy_jobs.rs`).
     lazy: Cell<Option<NonNull<LazyJob>>>,
+    /// How many `join`s this thread's stack is in, linked or plain
+    /// (`lazy_jobs.rs`).
+    join_depth: Cell<u32>,
+    /// This worker's `WorkerInfo::wants_jobs`, read at every `join`: one
+    /// load from here instead of the registry's, its workers' and the
+    /// line's (the fork's hottest samples, `perf annotate`).
+    wants_jobs: NonNull<AtomicBool>,
     /// The memory of the heap jobs it ran, for the next ones it makes.
     job_blocks: JobBlocks,
     /// This worker's block of task ids: the next one and the block's end.
@@ -183,6 +190,8 @@ impl WorkerThread {
             stolen: Cell::new(0),
             ran_jobs: Cell::new(false),
             lazy: Cell::new(None),
+            join_depth: Cell::new(0),
+            wants_jobs: NonNull::from(&*registry.workers()[index].wants_jobs),
             job_blocks: JobBlocks::default(),
             ids: Cell::new(ids),
             local: LocalTasks::default(),
@@ -489,6 +498,21 @@ impl WorkerThread {
         }
     }
 
+    /// Enter a `join`: whether it links its second half (`lazy_jobs.rs`:
+    /// at every `LINK_EVERY`-th depth of the stack, or when an idle worker
+    /// asked for work), and the depth to restore when it returns.
+    #[inline]
+    pub(crate) fn enter_join(&self) -> JoinDepth<'_> {
+        let depth = self.join_depth.get();
+        self.join_depth.set(depth.wrapping_add(1));
+        let links = depth % lazy_jobs::LINK_EVERY == 0 || self.jobs_wanted();
+        JoinDepth {
+            worker: self,
+            depth,
+            links,
+        }
+    }
+
     /// Link `half` as this worker's newest unfinished `join` half, and
     /// offer it or an older one if that is due (`lazy_jobs.rs`). It must be
     /// unlinked with `unlink_half` before it moves or is dropped.
@@ -500,7 +524,7 @@ impl WorkerThread {
             // The outermost `join` of this stack: offered at once, so the
             // first fork of a recursion wakes a sleeper as rayon's does.
             self.offer(half);
-        } else if self.info().wants_jobs.load(Ordering::Relaxed) {
+        } else if self.jobs_wanted() {
             self.offer_oldest();
         } else if self.push_tick() {
             self.run_injected();
@@ -519,13 +543,23 @@ impl WorkerThread {
         half.offered.get()
     }
 
+    /// Whether an idle worker asked this one for a `join` half.
+    #[inline]
+    fn jobs_wanted(&self) -> bool {
+        // SAFETY: the flag is in the registry's `WorkerInfo` of this
+        // worker, and `self.registry` keeps the registry alive as long as
+        // `self`. Relaxed: a hint (`lazy_jobs.rs`).
+        unsafe { self.wants_jobs.as_ref() }.load(Ordering::Relaxed)
+    }
+
     /// Another worker asked for work: offer the oldest unoffered half (the
     /// biggest piece of the recursion) and clear the request.
     #[cold]
     fn offer_oldest(&self) {
         // Relaxed: a hint (`lazy_jobs.rs`); a request made after this store
         // is seen at a later `join`.
-        self.info().wants_jobs.store(false, Ordering::Relaxed);
+        // SAFETY: as in `jobs_wanted`.
+        unsafe { self.wants_jobs.as_ref() }.store(false, Ordering::Relaxed);
         // SAFETY: every half linked from `lazy` is alive on this thread's
         // stack until its `join` unlinks it.
         if let Some(half) = unsafe { LazyJob::oldest_unoffered(self.lazy.get()) } {
@@ -911,5 +945,29 @@ impl Work {
             Work::Task(r) => Some(r.metadata().id()),
             Work::Job(_) => None,
         }
+    }
+}
+
+/// A `join` on this worker's stack (`WorkerThread::enter_join`): the stack's
+/// depth goes back when it is dropped, on return or unwind.
+pub(crate) struct JoinDepth<'a> {
+    worker: &'a WorkerThread,
+    depth: u32,
+    links: bool,
+}
+
+impl JoinDepth<'_> {
+    /// Whether this `join` links its second half, where it can be offered;
+    /// else both halves are plain calls.
+    #[inline]
+    pub(crate) fn links(&self) -> bool {
+        self.links
+    }
+}
+
+impl Drop for JoinDepth<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.worker.join_depth.set(self.depth);
     }
 }
