@@ -179,7 +179,7 @@ where
     }
 }
 
-/// A `join` that links its second half (`lazy_jobs.rs`), where it may be
+/// A `join` that links its second half (`scheduler/worker/lazy_jobs.rs`), where it may be
 /// offered to other workers.
 #[inline(never)]
 fn linked_join<A, B, RA, RB>(w: &WorkerThread, a: A, b: B) -> (RA, RB)
@@ -226,7 +226,7 @@ where
     }
 }
 
-/// A `join` that does not link its second half (`lazy_jobs.rs`): `a`, then
+/// A `join` that does not link its second half (`scheduler/worker/lazy_jobs.rs`): `a`, then
 /// `b`, as plain calls. If `a` panics, `b` runs while it unwinds (its own
 /// panic caught and dropped) and `a`'s goes on, as a linked `join` resumes
 /// `a`'s after both halves.
