@@ -173,16 +173,17 @@ where
 {
     let depth = w.enter_join();
     if depth.links() {
-        linked_join(w, a, b)
+        linked_join(w, depth.outermost(), a, b)
     } else {
         plain_join(a, b)
     }
 }
 
-/// A `join` that links its second half (`scheduler/worker/lazy_jobs.rs`), where it may be
-/// offered to other workers.
+/// A `join` that links its second half, where it may be offered to other
+/// workers (`scheduler/worker/lazy_jobs.rs`); `outermost` as
+/// `JoinDepth::outermost` says.
 #[inline(never)]
-fn linked_join<A, B, RA, RB>(w: &WorkerThread, a: A, b: B) -> (RA, RB)
+fn linked_join<A, B, RA, RB>(w: &WorkerThread, outermost: bool, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,
@@ -195,7 +196,7 @@ where
     // run inline; every path out waits for one.
     let job_b_ref = unsafe { job_b.as_job_ref() };
     let half = LazyJob::new(job_b_ref);
-    w.link_half(&half);
+    w.link_half(&half, outermost);
     // `a`'s panic is caught, so the half is always unlinked.
     let result_a = JobResult::call(a);
     if !w.unlink_half(&half) {
@@ -226,10 +227,11 @@ where
     }
 }
 
-/// A `join` that does not link its second half (`scheduler/worker/lazy_jobs.rs`): `a`, then
-/// `b`, as plain calls. If `a` panics, `b` runs while it unwinds (its own
-/// panic caught and dropped) and `a`'s goes on, as a linked `join` resumes
-/// `a`'s after both halves.
+/// A `join` that does not link its second half
+/// (`scheduler/worker/lazy_jobs.rs`): `a`, then `b`, as plain calls. If
+/// `a` panics, `b` runs while it unwinds (its own panic caught and
+/// dropped) and `a`'s goes on, as a linked `join` resumes `a`'s after both
+/// halves.
 #[inline]
 fn plain_join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where

@@ -516,13 +516,21 @@ impl WorkerThread {
     /// Link `half` as this worker's newest unfinished `join` half, and
     /// offer it or an older one if that is due (`lazy_jobs.rs`). It must be
     /// unlinked with `unlink_half` before it moves or is dropped.
+    /// `outermost`: its `join` is the outermost of this worker's stack
+    /// (`JoinDepth::outermost`).
     #[inline]
-    pub(crate) fn link_half(&self, half: &LazyJob) {
+    pub(crate) fn link_half(&self, half: &LazyJob, outermost: bool) {
         half.older.set(self.lazy.get());
         self.lazy.set(Some(NonNull::from(half)));
-        if half.older.get().is_none() {
+        if outermost {
             // The outermost `join` of this stack: offered at once, so the
             // first fork of a recursion wakes a sleeper as rayon's does.
+            // By depth, not by "no older half linked": the second half of
+            // that first fork, run here after it was popped back, has none
+            // linked either, and offering each of its linked `join`s (a
+            // push, a post and a fenced pop back apiece) cost a thief's
+            // fib(28) about 13 000 offers a run (docs/BENCHMARKS.md, "The
+            // second worker's wake").
             self.offer(half);
         } else if self.jobs_wanted() {
             self.offer_oldest();
@@ -962,6 +970,13 @@ impl JoinDepth<'_> {
     #[inline]
     pub(crate) fn links(&self) -> bool {
         self.links
+    }
+
+    /// Whether this `join` is the outermost of its worker's stack (no
+    /// other `join` of this thread is under way).
+    #[inline]
+    pub(crate) fn outermost(&self) -> bool {
+        self.depth == 0
     }
 }
 
