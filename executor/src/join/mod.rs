@@ -142,6 +142,17 @@ where
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
     let handle = registry.spawn(async move { work() }, std::panic::Location::caller());
+    // The work forks at once: its first `join` offers a half (a scope's
+    // first spawn is pushed), and the worker that offers it goes on
+    // computing. A sleeper woken by a thread that goes on running starts
+    // late on a small VM (p50 2.7 ms on 2 vCPUs, for rayon's thieves as
+    // for ours), one woken by a thread about to block within tens of
+    // microseconds: so this thread, about to block on the handle, posts
+    // the half ahead, as one more job than the task. At worst it wakes a
+    // worker that finds nothing and sleeps again (sleep/README.md, "A
+    // fork-join call from outside"; docs/BENCHMARKS.md, "The second
+    // worker's wake").
+    registry.sleep_manager().new_internal_jobs(2);
     // Waiting, this thread holds the pool's clock as `Pool::block_on` does.
     let outcome = block_on_in(Some(registry), handle);
     match result {
