@@ -97,20 +97,14 @@ fn condvar_gaps(reps: usize, spin_after: bool) -> Vec<f64> {
 }
 
 fn summary(name: &str, mut gaps: Vec<f64>) {
-    gaps.sort_by(|a, b| a.total_cmp(b));
-    let at = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
+    let mut at = |p: f64| benches::percentile(&mut gaps, p);
+    let (p50, p90, p99, max) = (at(50.0), at(90.0), at(99.0), at(100.0));
     let late = gaps.iter().filter(|&&g| g >= 1000.0).count();
     let alone = gaps
         .iter()
         .filter(|&&g| g >= SPIN.as_secs_f64() * 1e6)
         .count();
-    println!(
-        "| {name} | {:.0} | {:.0} | {:.0} | {:.0} | {late} | {alone} |",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        at(1.0)
-    );
+    println!("| {name} | {p50:.0} | {p90:.0} | {p99:.0} | {max:.0} | {late} | {alone} |");
 }
 
 fn main() {
