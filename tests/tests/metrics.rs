@@ -134,36 +134,60 @@ fn tasks_spawned_in_a_poll_are_its_workers_local_queue_depth() {
 #[test]
 fn a_15_ms_poll_lands_in_a_bucket_above_10_ms() {
     watchdog("poll-time histogram", 30, || {
-        let pool = pool::Builder::new()
-            .worker_threads(2)
-            .poll_time_histogram(true)
-            .build()
-            .unwrap();
-        pool.block_on(pool.spawn(async { spin(Duration::from_millis(15)) }))
-            .unwrap();
-        for _ in 0..100 {
-            pool.block_on(pool.spawn(async {})).unwrap();
+        // A worker descheduled in the middle of an empty poll (CI runs the
+        // tests side by side on 2 vCPUs) makes that poll long too: seen
+        // once, an empty poll in the 16-32 ms bucket. Such a run cannot say
+        // which long poll was the 15 ms one, so it is tried again, up to 3
+        // times; the last try is asserted whatever it saw.
+        const TRIES: usize = 3;
+        for attempt in 1..=TRIES {
+            let pool = pool::Builder::new()
+                .worker_threads(2)
+                .poll_time_histogram(true)
+                .build()
+                .unwrap();
+            pool.block_on(pool.spawn(async { spin(Duration::from_millis(15)) }))
+                .unwrap();
+            for _ in 0..100 {
+                pool.block_on(pool.spawn(async {})).unwrap();
+            }
+            wait_until_workers_asleep(&pool);
+            let histogram = pool.poll_time_histogram();
+            let long_polls: u64 = histogram
+                .buckets
+                .iter()
+                .filter(|b| b.le > Duration::from_millis(10))
+                .map(|b| b.count)
+                .sum();
+            if long_polls > 1 && attempt < TRIES {
+                continue;
+            }
+            check_one_long_poll(&pool, &histogram);
+            return;
         }
-        wait_until_workers_asleep(&pool);
-        let histogram = pool.poll_time_histogram();
-        assert_eq!(histogram.total(), pool.metrics().polls);
-        let long: Vec<_> = histogram
-            .buckets
-            .iter()
-            .filter(|b| b.count > 0 && b.le > Duration::from_millis(10))
-            .collect();
-        assert_eq!(long.len(), 1, "{histogram:?}");
-        assert_eq!(long[0].count, 1, "{histogram:?}");
-        assert!(long[0].le >= Duration::from_millis(15), "{histogram:?}");
-        // Empty polls are short: most land below 1 ms.
-        let short: u64 = histogram
-            .buckets
-            .iter()
-            .filter(|b| b.le <= Duration::from_millis(1))
-            .map(|b| b.count)
-            .sum();
-        assert!(short >= 50, "{histogram:?}");
     });
+}
+
+/// The histogram of `a_15_ms_poll_lands_in_a_bucket_above_10_ms`: one
+/// poll above 10 ms, in a bucket of 15 ms or more, and most polls short.
+fn check_one_long_poll(pool: &pool::Pool, histogram: &pool::Histogram) {
+    assert_eq!(histogram.total(), pool.metrics().polls);
+    let long: Vec<_> = histogram
+        .buckets
+        .iter()
+        .filter(|b| b.count > 0 && b.le > Duration::from_millis(10))
+        .collect();
+    assert_eq!(long.len(), 1, "{histogram:?}");
+    assert_eq!(long[0].count, 1, "{histogram:?}");
+    assert!(long[0].le >= Duration::from_millis(15), "{histogram:?}");
+    // Empty polls are short: most land below 1 ms.
+    let short: u64 = histogram
+        .buckets
+        .iter()
+        .filter(|b| b.le <= Duration::from_millis(1))
+        .map(|b| b.count)
+        .sum();
+    assert!(short >= 50, "{histogram:?}");
 }
 
 #[test]
