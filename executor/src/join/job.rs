@@ -9,7 +9,7 @@
 //!   it popped the job back and ran it inline: a `JobRef` to it is never
 //!   used after its frame is gone.
 //! * A [`HeapJob`] (a scope's spawn) lives in a block of its worker's cache
-//!   (`scheduler/job_blocks.rs`) when it fits one, else in a box; it is
+//!   (`job_blocks.rs`) when it fits one, else in a box; it is
 //!   moved out and its memory let go (to the running worker's cache, or
 //!   freed) when it runs, before its closure. The scope it borrows from
 //!   waits for its count latch, which the job decrements only after its
@@ -17,10 +17,10 @@
 //! * Every job is run exactly once, and never dropped without being run: a
 //!   worker that leaves its main loop runs what is left in its job deque.
 
+use super::job_blocks;
 use super::job_latch::SpinLatch;
+use super::job_ref::JobRef;
 use crate::context::pool_cells;
-use crate::scheduler::job_blocks;
-use crate::scheduler::job_ref::JobRef;
 use std::any::Any;
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -135,7 +135,7 @@ pub(crate) struct HeapJob<F> {
 
 impl<F: FnOnce() + Send> HeapJob<F> {
     /// `func` as a job: in a block of this worker's cache when it fits
-    /// (`scheduler/job_blocks.rs`), else boxed.
+    /// (`job_blocks.rs`), else boxed.
     pub(crate) fn into_job_ref(func: F) -> JobRef {
         if !job_blocks::fits::<Self>() {
             let job = Box::new(HeapJob { func });
@@ -143,7 +143,7 @@ impl<F: FnOnce() + Send> HeapJob<F> {
             return unsafe { JobRef::new(Box::into_raw(job) as *const (), Self::execute) };
         }
         let block = match pool_cells::worker() {
-            Some(w) => w.job_blocks().take(),
+            Some(w) => w.jobs().blocks().take(),
             None => job_blocks::alloc_block(),
         };
         let job = block.cast::<Self>();
@@ -167,7 +167,7 @@ impl<F: FnOnce() + Send> HeapJob<F> {
         let block = unsafe { NonNull::new_unchecked(this as *mut u8) };
         match pool_cells::worker() {
             // SAFETY: as above.
-            Some(w) => unsafe { w.job_blocks().give(block) },
+            Some(w) => unsafe { w.jobs().blocks().give(block) },
             // SAFETY: as above.
             None => unsafe { job_blocks::free_block(block) },
         }

@@ -25,18 +25,23 @@
 //!   closure's before its spawns'.
 
 pub(crate) mod job;
+pub(crate) mod job_blocks;
 pub(crate) mod job_latch;
+pub(crate) mod job_ref;
+pub(crate) mod lazy_jobs;
 pub(crate) mod scope;
+pub(crate) mod worker_jobs;
 
 pub use scope::Scope;
 
 use crate::context::pool_cells;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::registry::Registry;
-use crate::scheduler::worker::lazy_jobs::LazyJob;
 use crate::scheduler::worker::WorkerThread;
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
+use job_ref::JobRef;
+use lazy_jobs::LazyJob;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -182,7 +187,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let depth = w.enter_join();
+    let depth = w.jobs().enter_join();
     if depth.links() {
         linked_join(w, depth.outermost(), a, b)
     } else {
@@ -191,7 +196,7 @@ where
 }
 
 /// A `join` that links its second half, where it may be offered to other
-/// workers (`scheduler/worker/lazy_jobs.rs`); `outermost` as
+/// workers (`lazy_jobs.rs`); `outermost` as
 /// `JoinDepth::outermost` says.
 #[inline(never)]
 fn linked_join<A, B, RA, RB>(w: &WorkerThread, outermost: bool, a: A, b: B) -> (RA, RB)
@@ -207,10 +212,10 @@ where
     // run inline; every path out waits for one.
     let job_b_ref = unsafe { job_b.as_job_ref() };
     let half = LazyJob::new(job_b_ref);
-    w.link_half(&half, outermost);
+    link_half(w, &half, outermost);
     // `a`'s panic is caught, so the half is always unlinked.
     let result_a = JobResult::call(a);
-    if !w.unlink_half(&half) {
+    if !w.jobs().unlink(&half) {
         // Nobody was offered `b`: no other thread can have it. Run it here;
         // a panic of `b` after an `a` that returned may unwind from here
         // as it is (both halves have finished), one after `a`'s is caught
@@ -225,7 +230,7 @@ where
         if job_b.latch.core.probe() {
             return both(result_a, job_b.take_result());
         }
-        match w.take_local_job() {
+        match w.jobs().pop() {
             Some(job) if job.is(&job_b_ref) => return both(result_a, job_b.run_inline()),
             // Pushed by `a` and not run by it (a spawn on an outer scope).
             Some(job) => w.execute_job(job),
@@ -238,8 +243,49 @@ where
     }
 }
 
+/// Push a fork-join job onto worker `w`'s job deque and post it as an
+/// internal job, as a spawned task is: a sleeper is woken for it unless an
+/// awake worker is idle (`WorkerThread::posted_job`).
+pub(crate) fn push_job(w: &WorkerThread, job: JobRef) {
+    w.jobs().push(job);
+    w.posted_job();
+}
+
+/// Link `half` as worker `w`'s newest unfinished `join` half, and offer it
+/// or an older one if that is due (`lazy_jobs.rs`). It must be unlinked
+/// (`WorkerJobs::unlink`) before it moves or is dropped. `outermost`: its
+/// `join` is the outermost of the worker's stack (`JoinDepth::outermost`).
+#[inline]
+fn link_half(w: &WorkerThread, half: &LazyJob, outermost: bool) {
+    let jobs = w.jobs();
+    jobs.link(half);
+    if outermost {
+        // The outermost `join` of this stack: offered at once, so the
+        // first fork of a recursion wakes a sleeper as rayon's does.
+        // By depth, not by "no older half linked": the second half of
+        // that first fork, run here after it was popped back, has none
+        // linked either, and offering each of its linked `join`s (a
+        // push, a post and a fenced pop back apiece) cost a thief's
+        // fib(28) about 13 000 offers a run (docs/BENCHMARKS.md, "The
+        // second worker's wake").
+        offer(w, half);
+    } else if jobs.wanted() {
+        if let Some(oldest) = jobs.answer_request() {
+            offer(w, oldest);
+        }
+    } else {
+        w.join_tick();
+    }
+}
+
+/// Push `half` on the job deque and post it: rayon's push.
+fn offer(w: &WorkerThread, half: &LazyJob) {
+    half.offered.set(true);
+    push_job(w, half.job);
+}
+
 /// A `join` that does not link its second half
-/// (`scheduler/worker/lazy_jobs.rs`): `a`, then `b`, as plain calls. If
+/// (`lazy_jobs.rs`): `a`, then `b`, as plain calls. If
 /// `a` panics, `b` runs while it unwinds (its own panic caught and
 /// dropped) and `a`'s goes on, as a linked `join` resumes `a`'s after both
 /// halves.

@@ -93,7 +93,7 @@ impl<'scope> Scope<'scope> {
         });
         let registry = self.latch.registry();
         match pool_cells::worker() {
-            Some(w) if Arc::ptr_eq(w.registry(), registry) => w.push_job(job),
+            Some(w) if Arc::ptr_eq(w.registry(), registry) => super::push_job(w, job),
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
                 // owner (a worker) finds it in the injector while it waits.
@@ -139,7 +139,7 @@ where
     // below them, of an outer join or scope, runs here as a thief would
     // run it. What was stolen, or is spawned elsewhere, the wait helps with.
     while !scope.latch.core.probe() {
-        match w.take_local_job() {
+        match w.jobs().pop() {
             Some(job) => w.execute_job(job),
             None => break,
         }

@@ -15,8 +15,6 @@
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
 //! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
-//! | `job_ref.rs` | `JobRef`: a fork-join job as a worker's job deque holds it |
-//! | `job_blocks.rs` | `JobBlocks`: a worker's cache of blocks for heap jobs, kept by the worker that ran them |
 //! | `fs_engine.rs` | `FsEngine`: which engine runs the pool's file operations (`Metrics::fs_engine`, `pool::fs::FsEngine`) |
 //! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
 //! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
@@ -49,8 +47,6 @@ pub(crate) mod epoll_bridge;
 pub(crate) mod fs_engine;
 pub(crate) mod global;
 pub(crate) mod io_driver;
-pub(crate) mod job_blocks;
-pub(crate) mod job_ref;
 pub(crate) mod light_jobs;
 pub(crate) mod metrics;
 pub(crate) mod poll_times;

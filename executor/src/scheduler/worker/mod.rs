@@ -1,14 +1,15 @@
 //! Worker threads: the state a worker keeps, its main loop, running tasks
-//! and fork-join jobs, its own scheduling, and `wait_until`.
+//! and fork-join jobs, its own scheduling, and `wait_until`. Fork-join's
+//! side of a worker (its job deque, linked halves, offers) is
+//! `join/worker_jobs.rs`.
 //!
 //! | file | what |
 //! |---|---|
-//! | `mod.rs` | `WorkerThread`: main loop, `execute`, `schedule_local`, fork-join job pushes, `wait_until` |
+//! | `mod.rs` | `WorkerThread`: main loop, `execute`, `execute_job`, `schedule_local`, `wait_until` |
 //! | `search.rs` | `find_work`: search order, steals, the injector and driver ticks, posting a stolen batch |
 //! | `local.rs` | `LocalTasks`: the worker's `spawn_local` queue, its inbox's side, their cancellation |
 //! | `removals.rs` | `Removals`: finished tasks of other workers' shards, removed in batches |
 //! | `lane.rs` | `WorkerLane`: the worker's lane of the timeline, nothing when untraced |
-//! | `lazy_jobs.rs` | `LazyJob`: a `join`'s second half, linked into the worker's list and offered to the others only when one asks (or it is the outermost); the worker's side is here |
 //!
 //! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
 //! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
@@ -42,20 +43,19 @@
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 
 pub(crate) mod lane;
-pub(crate) mod lazy_jobs;
 pub(crate) mod local;
 pub(crate) mod removals;
 pub(crate) mod search;
 
 use super::coop;
 use super::io_driver::IoDriver;
-use super::job_blocks::JobBlocks;
-use super::job_ref::JobRef;
 use super::metrics::{BusyClock, WorkerStats};
 use super::registry::{Registry, WorkerInfo};
 use super::ticks::TickRate;
 use super::timeline::{driver_arg, Kind};
 use crate::context::pool_cells;
+use crate::join::job_ref::JobRef;
+use crate::join::worker_jobs::WorkerJobs;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::Round;
 use crate::task::future::cancel;
@@ -66,13 +66,11 @@ use crate::task::owned::Slot;
 use crate::task::waits::{Wait, WaitScratch};
 use crossbeam_deque::Worker;
 use lane::WorkerLane;
-use lazy_jobs::LazyJob;
 use local::LocalTasks;
 use removals::Removals;
 use search::XorShift64Star;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -90,9 +88,9 @@ const SHARE_BATCH: usize = 128;
 /// The state a worker thread keeps on its own stack.
 pub(crate) struct WorkerThread {
     worker: Worker<Runnable>,
-    /// Fork-join jobs (`join`, `scope`): LIFO, so a `join` pops its own
-    /// second half back first; thieves take the oldest.
-    jobs: Worker<JobRef>,
+    /// Fork-join's side (`join/worker_jobs.rs`): the job deque, the linked
+    /// `join` halves, the cache of job blocks.
+    jobs: WorkerJobs,
     index: usize,
     registry: Arc<Registry>,
     rng: XorShift64Star,
@@ -121,20 +119,6 @@ pub(crate) struct WorkerThread {
     /// Tasks the last steal moved into our deque besides the one it
     /// returned, not posted yet (see `post_stolen`).
     stolen: Cell<usize>,
-    /// Ran or pushed a fork-join job since it last started searching.
-    ran_jobs: Cell<bool>,
-    /// The newest unfinished `join` half of this thread's stack
-    /// (`lazy_jobs.rs`).
-    lazy: Cell<Option<NonNull<LazyJob>>>,
-    /// How many `join`s this thread's stack is in, linked or plain
-    /// (`lazy_jobs.rs`).
-    join_depth: Cell<u32>,
-    /// This worker's `WorkerInfo::wants_jobs`, read at every `join`: one
-    /// load from here instead of the registry's, its workers' and the
-    /// line's (the fork's hottest samples, `perf annotate`).
-    wants_jobs: NonNull<AtomicBool>,
-    /// The memory of the heap jobs it ran, for the next ones it makes.
-    job_blocks: JobBlocks,
     /// This worker's block of task ids: the next one and the block's end.
     ids: Cell<(u64, u64)>,
     /// Its `spawn_local` tasks (those woken elsewhere wait in its inbox,
@@ -174,6 +158,10 @@ impl WorkerThread {
             Some(s) => (s.seed() ^ (index as u64 + 1), s.worker_ids(index)),
             None => (index as u64 + 1, (0, 0)),
         };
+        // SAFETY: the flag is in the registry's `WorkerInfo` of this
+        // worker, and `self.registry` keeps the registry alive as long as
+        // `self`.
+        let jobs = unsafe { WorkerJobs::new(jobs, &registry.workers()[index].wants_jobs) };
         WorkerThread {
             worker,
             jobs,
@@ -188,11 +176,6 @@ impl WorkerThread {
             events_seen: Cell::new(0),
             io_wakers: Cell::new(Vec::new()),
             stolen: Cell::new(0),
-            ran_jobs: Cell::new(false),
-            lazy: Cell::new(None),
-            join_depth: Cell::new(0),
-            wants_jobs: NonNull::from(&*registry.workers()[index].wants_jobs),
-            job_blocks: JobBlocks::default(),
             ids: Cell::new(ids),
             local: LocalTasks::default(),
             lane: WorkerLane::new(registry.timeline_shared(), index),
@@ -479,106 +462,32 @@ impl WorkerThread {
         }
     }
 
-    /// Push a fork-join job onto this worker's job deque and post it as an
-    /// internal job, as a spawned task is: a sleeper is woken for it unless
-    /// an awake worker is idle.
-    ///
+    /// Fork-join's side of this worker (`join/worker_jobs.rs`).
+    #[inline]
+    pub(crate) fn jobs(&self) -> &WorkerJobs {
+        &self.jobs
+    }
+
+    /// A fork-join job was pushed on this worker's job deque
+    /// (`join/mod.rs`, `push_job`): post it as an internal job, as a
+    /// spawned task is (a sleeper is woken for it unless an awake worker
+    /// is idle), and count the push as a search (`join_tick`).
+    pub(crate) fn posted_job(&self) {
+        self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
+        self.join_tick();
+    }
+
     /// A recursion of joins pops most of its jobs back inline, without a
-    /// search, so it counts its pushes as searches (`tick`): every
-    /// `DRIVER_INTERVAL`-th polls the I/O driver, and every
+    /// search, so it counts its pushes and links as searches (`push_tick`):
+    /// every `DRIVER_INTERVAL`-th polls the I/O driver, and every
     /// `INJECTOR_INTERVAL`-th runs a task from the injector first, so that
     /// tasks woken from outside (I/O, channels) do not wait for the whole
-    /// recursion while every worker is in it (`push_tick`).
-    pub(crate) fn push_job(&self, job: JobRef) {
-        self.jobs.push(job);
-        self.ran_jobs.set(true);
-        self.count_wakeups(self.registry.sleep_manager().new_internal_jobs(1));
+    /// recursion while every worker is in it.
+    #[inline]
+    pub(crate) fn join_tick(&self) {
         if self.push_tick() {
             self.run_injected();
         }
-    }
-
-    /// Enter a `join`: whether it links its second half (`lazy_jobs.rs`:
-    /// at every `LINK_EVERY`-th depth of the stack, or when an idle worker
-    /// asked for work), and the depth to restore when it returns.
-    #[inline]
-    pub(crate) fn enter_join(&self) -> JoinDepth<'_> {
-        let depth = self.join_depth.get();
-        self.join_depth.set(depth.wrapping_add(1));
-        let links = depth % lazy_jobs::LINK_EVERY == 0 || self.jobs_wanted();
-        JoinDepth {
-            worker: self,
-            depth,
-            links,
-        }
-    }
-
-    /// Link `half` as this worker's newest unfinished `join` half, and
-    /// offer it or an older one if that is due (`lazy_jobs.rs`). It must be
-    /// unlinked with `unlink_half` before it moves or is dropped.
-    /// `outermost`: its `join` is the outermost of this worker's stack
-    /// (`JoinDepth::outermost`).
-    #[inline]
-    pub(crate) fn link_half(&self, half: &LazyJob, outermost: bool) {
-        half.older.set(self.lazy.get());
-        self.lazy.set(Some(NonNull::from(half)));
-        if outermost {
-            // The outermost `join` of this stack: offered at once, so the
-            // first fork of a recursion wakes a sleeper as rayon's does.
-            // By depth, not by "no older half linked": the second half of
-            // that first fork, run here after it was popped back, has none
-            // linked either, and offering each of its linked `join`s (a
-            // push, a post and a fenced pop back apiece) cost a thief's
-            // fib(28) about 13 000 offers a run (docs/BENCHMARKS.md, "The
-            // second worker's wake").
-            self.offer(half);
-        } else if self.jobs_wanted() {
-            self.offer_oldest();
-        } else if self.push_tick() {
-            self.run_injected();
-        }
-    }
-
-    /// Unlink `half`, the newest linked one; true if it was offered (the
-    /// caller then pops it back or waits for its thief, as rayon does).
-    #[inline]
-    pub(crate) fn unlink_half(&self, half: &LazyJob) -> bool {
-        debug_assert!(self
-            .lazy
-            .get()
-            .is_some_and(|p| std::ptr::eq(p.as_ptr(), half)));
-        self.lazy.set(half.older.get());
-        half.offered.get()
-    }
-
-    /// Whether an idle worker asked this one for a `join` half.
-    #[inline]
-    fn jobs_wanted(&self) -> bool {
-        // SAFETY: the flag is in the registry's `WorkerInfo` of this
-        // worker, and `self.registry` keeps the registry alive as long as
-        // `self`. Relaxed: a hint (`lazy_jobs.rs`).
-        unsafe { self.wants_jobs.as_ref() }.load(Ordering::Relaxed)
-    }
-
-    /// Another worker asked for work: offer the oldest unoffered half (the
-    /// biggest piece of the recursion) and clear the request.
-    #[cold]
-    fn offer_oldest(&self) {
-        // Relaxed: a hint (`lazy_jobs.rs`); a request made after this store
-        // is seen at a later `join`.
-        // SAFETY: as in `jobs_wanted`.
-        unsafe { self.wants_jobs.as_ref() }.store(false, Ordering::Relaxed);
-        // SAFETY: every half linked from `lazy` is alive on this thread's
-        // stack until its `join` unlinks it.
-        if let Some(half) = unsafe { LazyJob::oldest_unoffered(self.lazy.get()) } {
-            self.offer(half);
-        }
-    }
-
-    /// Push `half` on the job deque and post it: rayon's push.
-    fn offer(&self, half: &LazyJob) {
-        half.offered.set(true);
-        self.push_job(half.job);
     }
 
     /// A recursion's periodic look at the injector (`push_tick`): run a
@@ -590,22 +499,10 @@ impl WorkerThread {
         }
     }
 
-    /// The newest job of this worker's job deque.
-    #[inline]
-    pub(crate) fn take_local_job(&self) -> Option<JobRef> {
-        self.jobs.pop()
-    }
-
-    /// This worker's cache of job blocks (`../job_blocks.rs`).
-    #[inline]
-    pub(crate) fn job_blocks(&self) -> &JobBlocks {
-        &self.job_blocks
-    }
-
     /// Run a fork-join job (its panics are caught inside it).
     pub(crate) fn execute_job(&self, job: JobRef) {
         self.stats().bump_owned(|s| &s.jobs, 1);
-        self.ran_jobs.set(true);
+        self.jobs.ran_one();
         let start = self.trace_now();
         // SAFETY: every job in a deque is alive until it has run, and runs
         // once: it left the deque by this pop or steal (`join/job.rs`).
@@ -794,7 +691,7 @@ impl WorkerThread {
             let mut polled_driver = false;
             // Fork-join comes in streams: after running jobs, search longer
             // before the protocol's rounds, as Rayon's workers do.
-            let mut spins = if self.ran_jobs.replace(false) {
+            let mut spins = if self.jobs.take_ran() {
                 JOB_SPIN_ROUNDS
             } else {
                 0
@@ -953,36 +850,5 @@ impl Work {
             Work::Task(r) => Some(r.metadata().id()),
             Work::Job(_) => None,
         }
-    }
-}
-
-/// A `join` on this worker's stack (`WorkerThread::enter_join`): the stack's
-/// depth goes back when it is dropped, on return or unwind.
-pub(crate) struct JoinDepth<'a> {
-    worker: &'a WorkerThread,
-    depth: u32,
-    links: bool,
-}
-
-impl JoinDepth<'_> {
-    /// Whether this `join` links its second half, where it can be offered;
-    /// else both halves are plain calls.
-    #[inline]
-    pub(crate) fn links(&self) -> bool {
-        self.links
-    }
-
-    /// Whether this `join` is the outermost of its worker's stack (no
-    /// other `join` of this thread is under way).
-    #[inline]
-    pub(crate) fn outermost(&self) -> bool {
-        self.depth == 0
-    }
-}
-
-impl Drop for JoinDepth<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        self.worker.join_depth.set(self.depth);
     }
 }

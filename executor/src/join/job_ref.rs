@@ -1,7 +1,6 @@
 //! `JobRef`: a type-erased fork-join job, what a worker's job deque holds.
-//! The jobs themselves (`StackJob`, `HeapJob`) and what runs them (`join`,
-//! `scope`) are in `join/`, a floor above; the workers only push, steal and
-//! execute these references.
+//! The jobs themselves (`StackJob`, `HeapJob`) are in `job.rs`; the
+//! workers (`scheduler/worker/`) only steal and execute these references.
 //!
 //! # Invariants
 //!

@@ -7,7 +7,7 @@
 //! operations (the pop with a seq-cst fence) and a look at the sleep
 //! counters per fork, though most forks are never stolen. Here a `join`
 //! links its second half into its worker's list of *unoffered* halves
-//! (`WorkerThread::lazy`, newest first, on the stack) and runs the first;
+//! (`WorkerJobs::lazy`, newest first, on the stack) and runs the first;
 //! if nobody asked meanwhile, it unlinks the half and runs it inline, with
 //! no atomic operation at all.
 //!
@@ -29,9 +29,10 @@
 //! levels, the biggest pieces first, for a fork that costs a depth count
 //! and a flag's load.
 //!
-//! The worker's side (`WorkerThread::enter_join`, `link_half`, `unlink_half`,
-//! `offer_oldest`) is in `mod.rs`, beside its job pushes; this file is the
-//! list's links.
+//! The worker's side of the list (`WorkerJobs::enter_join`, `link`,
+//! `unlink`, `answer_request`) is in `worker_jobs.rs`, and the offers
+//! (`link_half`, `offer`, `push_job`) in `mod.rs`; this file is the list's
+//! links.
 //!
 //! # Invariants
 //!
@@ -57,7 +58,7 @@
 //!   post every `join` made before, so no wake can be lost through it
 //!   (sleep/README.md, "Lazy joins").
 
-use crate::scheduler::job_ref::JobRef;
+use super::job_ref::JobRef;
 use std::cell::Cell;
 use std::ptr::NonNull;
 
