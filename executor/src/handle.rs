@@ -2,9 +2,9 @@
 
 use crate::context::pool_cells;
 use crate::inspect::dump::{self, TaskInfo};
-use crate::scheduler::metrics::Metrics;
-use crate::scheduler::metrics::WorkerMetrics;
-use crate::scheduler::poll_times::Histogram;
+use crate::inspect::metrics::Metrics;
+use crate::inspect::metrics::WorkerMetrics;
+use crate::inspect::poll_times::Histogram;
 use crate::scheduler::registry::Registry;
 use crate::task::join_handle::JoinHandle;
 use std::fmt;

@@ -133,13 +133,15 @@ pub use free_fns::{
     block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
 };
 pub use handle::{EnterGuard, Handle};
-pub use inspect::{Stall, TaskDump, TaskInfo, TaskState, WaitPoint};
+pub use inspect::{
+    Bucket, Histogram, Metrics, Stall, TaskDump, TaskInfo, TaskState, WaitPoint, WorkerMetrics,
+};
 pub use join::{join, scope, Scope};
 pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
 pub use scheduler::coop::{consume_budget, unconstrained};
-pub use scheduler::{Bucket, Histogram, Metrics, SeedStrategy, WorkerMetrics};
+pub use scheduler::seed::SeedStrategy;
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 
@@ -174,7 +176,7 @@ pub mod __private {
         #[cfg(feature = "console")]
         let console = attribute
             .contains("main")
-            .then(crate::scheduler::console_record::addr_from_env)
+            .then(crate::inspect::console::record::addr_from_env)
             .flatten();
         #[cfg(feature = "console")]
         if let Some(addr) = &console {
@@ -182,7 +184,7 @@ pub mod __private {
         }
         builder.build().unwrap_or_else(|e| {
             #[cfg(feature = "console")]
-            let from = console.map_or("", |_| crate::scheduler::console_record::blame_env(&e));
+            let from = console.map_or("", |_| crate::inspect::console::record::blame_env(&e));
             #[cfg(not(feature = "console"))]
             let from = "";
             panic!("{attribute}: the pool failed to start: {e}{from}")

@@ -10,11 +10,11 @@
 use crate::context::pool_cells::Entered;
 use crate::handle::Handle;
 use crate::inspect::dump::TaskInfo;
+use crate::inspect::metrics::Metrics;
+use crate::inspect::metrics::WorkerMetrics;
+use crate::inspect::poll_times::Histogram;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::config::Config;
-use crate::scheduler::metrics::Metrics;
-use crate::scheduler::metrics::WorkerMetrics;
-use crate::scheduler::poll_times::Histogram;
 use crate::scheduler::shutdown::shutdown;
 use crate::scheduler::start::start;
 use crate::scheduler::threads::Threads;

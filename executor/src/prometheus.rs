@@ -14,7 +14,7 @@
 //!   histogram that is always empty.
 
 use crate::handle::Handle;
-use crate::scheduler::poll_times::Histogram;
+use crate::inspect::poll_times::Histogram;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;

@@ -75,7 +75,7 @@ pub(crate) mod read_dir;
 mod tests;
 pub(crate) mod write_behind;
 
-pub use crate::scheduler::fs_engine::FsEngine;
+pub use crate::inspect::metrics::FsEngine;
 pub use file::File;
 pub use open_options::OpenOptions;
 pub use read_dir::{DirEntry, ReadDir};

@@ -21,7 +21,14 @@ pub(crate) mod addr;
 #[cfg(feature = "console")]
 pub(crate) mod console;
 pub(crate) mod dump;
+pub(crate) mod metrics;
+pub(crate) mod poll_times;
 pub(crate) mod stall;
+pub(crate) mod ticks;
+pub(crate) mod timeline;
+pub(crate) mod timeline_lane;
 
 pub use dump::{TaskDump, TaskInfo, TaskState, WaitPoint};
+pub use metrics::{Metrics, WorkerMetrics};
+pub use poll_times::{Bucket, Histogram};
 pub use stall::Stall;

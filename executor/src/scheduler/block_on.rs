@@ -28,8 +28,8 @@
 
 use super::coop;
 use super::registry::Registry;
-use super::timeline::Kind;
 use crate::context::pool_cells;
+use crate::inspect::timeline::Kind;
 use crate::sleep::block_on_wake::BlockOnWake;
 use crate::sleep::latch::{CoreLatch, ThreadLatch};
 use crate::task::error::hint_tokio_panic;

@@ -39,11 +39,11 @@ pub(crate) fn global() -> &'static Arc<Registry> {
             config.trace = trace.clone().map(Into::into);
             #[cfg(feature = "console")]
             {
-                config.console = super::console_record::addr_from_env();
+                config.console = crate::inspect::console::record::addr_from_env();
             }
             let pool = start(config, None).unwrap_or_else(|e| {
                 #[cfg(feature = "console")]
-                let from = super::console_record::blame_env(&e);
+                let from = crate::inspect::console::record::blame_env(&e);
                 #[cfg(not(feature = "console"))]
                 let from = "";
                 panic!("pool: the global pool failed to start: {e}{from}")

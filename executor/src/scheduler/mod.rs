@@ -15,14 +15,8 @@
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
 //! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
-//! | `fs_engine.rs` | `FsEngine`: which engine runs the pool's file operations (`Metrics::fs_engine`, `pool::fs::FsEngine`) |
-//! | `metrics.rs` | `Metrics`, `WorkerMetrics` and the per-worker counters they sum, busy time among them |
-//! | `poll_times.rs` | the poll-time histogram: its log-scale buckets and the per-worker counts |
-//! | `ticks.rs` | the CPU's tick counter (`ticks`, `TickRate`) that the timeline, poll times and the console read |
-//! | `timeline.rs` | the worker timeline (each worker's event ring) and its Chrome trace JSON |
 //! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (its busy periods inside it, its turns, the host of its sleeps, the placement of tokio tasks) |
 //! | `epoll_bridge.rs` | feature `tokio-compat`: the pool's I/O driver watched from a tokio reactor while its holder sleeps in its runtime |
-//! | `console_record/` | feature `console`: the task table tokio-console is served from, recorded at spawn, poll, wake and drop (its own map) |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
@@ -39,17 +33,12 @@
 pub(crate) mod block_on;
 pub(crate) mod blocking;
 pub(crate) mod config;
-#[cfg(feature = "console")]
-pub(crate) mod console_record;
 pub(crate) mod coop;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod epoll_bridge;
-pub(crate) mod fs_engine;
 pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod light_jobs;
-pub(crate) mod metrics;
-pub(crate) mod poll_times;
 pub(crate) mod registry;
 pub(crate) mod seed;
 pub(crate) mod seeded;
@@ -60,13 +49,7 @@ pub(crate) mod spawn;
 pub(crate) mod start;
 pub(crate) mod thread_name;
 pub(crate) mod threads;
-pub(crate) mod ticks;
-pub(crate) mod timeline;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod tokio_compat;
 pub(crate) mod watcher;
 pub(crate) mod worker;
-
-pub use metrics::{Metrics, WorkerMetrics};
-pub use poll_times::{Bucket, Histogram};
-pub use seed::SeedStrategy;

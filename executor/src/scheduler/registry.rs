@@ -31,15 +31,15 @@ use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
 use super::light_jobs::LightJobs;
-use super::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
-use super::poll_times::{self, Histogram};
 use super::seed::Seeded;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
-use super::ticks::TickRate;
-use super::timeline::Timeline;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
+use crate::inspect::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
+use crate::inspect::poll_times::{self, Histogram};
+use crate::inspect::ticks::TickRate;
+use crate::inspect::timeline::Timeline;
 use crate::join::job_ref::JobRef;
 use crate::scheduler::worker::search::steal_one;
 use crate::sleep::block_on_wake::WakePool;
@@ -135,7 +135,7 @@ pub(crate) struct Registry {
     seeded: Option<Seeded>,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
-    console: Option<super::console_record::Console>,
+    console: Option<crate::inspect::console::record::Console>,
 }
 
 /// The scheduler's registry is what owns tasks (`task::Schedule`).
@@ -261,7 +261,9 @@ impl Registry {
     ) -> Registry {
         let n = stealers.len();
         #[cfg(feature = "console")]
-        let console = config.console_addr.map(super::console_record::Console::new);
+        let console = config
+            .console_addr
+            .map(crate::inspect::console::record::Console::new);
         let timeline = config.trace.map(|path| Arc::new(Timeline::new(path, n)));
         // The user's handler runs with this thread marked as in it, so that
         // `mark_blocked` there panics instead of deadlocking.
@@ -329,7 +331,7 @@ impl Registry {
     /// The console's task table and address, if the pool serves
     /// tokio-console.
     #[cfg(feature = "console")]
-    pub(crate) fn console(&self) -> Option<&super::console_record::Console> {
+    pub(crate) fn console(&self) -> Option<&crate::inspect::console::record::Console> {
         self.console.as_ref()
     }
 
@@ -674,8 +676,8 @@ impl Registry {
         let ring_ops = self.io.ring_ops();
         m.fs_ring_ops = ring_ops.unwrap_or(0);
         m.fs_engine = match ring_ops {
-            Some(_) => Some(crate::scheduler::fs_engine::FsEngine::IoUring),
-            None if m.fs_blocking_ops > 0 => Some(crate::scheduler::fs_engine::FsEngine::Blocking),
+            Some(_) => Some(crate::inspect::metrics::FsEngine::IoUring),
+            None if m.fs_blocking_ops > 0 => Some(crate::inspect::metrics::FsEngine::Blocking),
             None => None,
         };
         m

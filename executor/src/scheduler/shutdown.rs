@@ -62,7 +62,6 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     registry.blocking().begin_shutdown();
     #[cfg(feature = "console")]
     if let Some(console) = threads.console.take() {
-        use super::console_record::Serve;
         console.stop();
     }
     for (index, w) in registry.workers().iter().enumerate() {

@@ -118,7 +118,7 @@ pub(crate) fn start(
     starting.threads.watcher = Some(watcher);
     #[cfg(feature = "console")]
     if let (Some(listener), Some(console)) = (console_listener, registry.console()) {
-        use super::console_record::{Serve, Server};
+        use crate::inspect::console::server::Server;
         let table = Arc::clone(console.table());
         let registry = Arc::downgrade(&registry);
         starting.threads.console = Some(Server::start(table, registry, listener, &thread_name)?);

@@ -13,5 +13,5 @@ pub(crate) struct Threads {
     pub(super) shut_down: bool,
     /// The console's server (`console/`), if the pool serves one.
     #[cfg(feature = "console")]
-    pub(super) console: Option<super::console_record::Server>,
+    pub(super) console: Option<crate::inspect::console::server::Server>,
 }

@@ -13,12 +13,12 @@
 //!   takes by default.
 
 use super::resources::Looked;
-use crate::scheduler::console_record::stats::now;
-use crate::scheduler::console_record::stats::wall;
-use crate::scheduler::console_record::stats::Stamp;
-use crate::scheduler::console_record::stats::TaskStats;
-use crate::scheduler::console_record::table::Entry;
-use crate::scheduler::console_record::table::Publish;
+use crate::inspect::console::stats::now;
+use crate::inspect::console::stats::wall;
+use crate::inspect::console::stats::Stamp;
+use crate::inspect::console::stats::TaskStats;
+use crate::inspect::console::table::Entry;
+use crate::inspect::console::table::Publish;
 use crate::task::header::TaskKind;
 use console_api as api;
 use console_api::tasks::task_details::PollTimesHistogram;

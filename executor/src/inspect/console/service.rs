@@ -16,7 +16,7 @@
 
 use super::proto;
 use super::resources::Resources;
-use crate::scheduler::console_record::table::TaskTable;
+use crate::inspect::console::table::TaskTable;
 use console_api as api;
 use console_api::instrument::instrument_server::Instrument;
 use futures::Stream;

@@ -9,7 +9,6 @@
 //! | `search.rs` | `find_work`: search order, steals, the injector and driver ticks, posting a stolen batch |
 //! | `local.rs` | `LocalTasks`: the worker's `spawn_local` queue, its inbox's side, their cancellation |
 //! | `removals.rs` | `Removals`: finished tasks of other workers' shards, removed in batches |
-//! | `lane.rs` | `WorkerLane`: the worker's lane of the timeline, nothing when untraced |
 //!
 //! A worker is in one of four states (see `docs/ARCHITECTURE.md`):
 //! *active* (running tasks), *idle* (searching, counted inactive), *sleepy*
@@ -42,18 +41,18 @@
 //!   idle or sleeping worker hides no task there either.
 //! * Between `start_looking` and `work_found` the worker runs nothing.
 
-pub(crate) mod lane;
 pub(crate) mod local;
 pub(crate) mod removals;
 pub(crate) mod search;
 
 use super::coop;
 use super::io_driver::IoDriver;
-use super::metrics::{BusyClock, WorkerStats};
 use super::registry::{Registry, WorkerInfo};
-use super::ticks::TickRate;
-use super::timeline::{driver_arg, Kind};
 use crate::context::pool_cells;
+use crate::inspect::metrics::{BusyClock, WorkerStats};
+use crate::inspect::ticks::TickRate;
+use crate::inspect::timeline::{driver_arg, Kind};
+use crate::inspect::timeline_lane::WorkerLane;
 use crate::join::job_ref::JobRef;
 use crate::join::worker_jobs::WorkerJobs;
 use crate::sleep::latch::CoreLatch;
@@ -65,7 +64,6 @@ use crate::task::id::TaskId;
 use crate::task::owned::Slot;
 use crate::task::waits::{Wait, WaitScratch};
 use crossbeam_deque::Worker;
-use lane::WorkerLane;
 use local::LocalTasks;
 use removals::Removals;
 use search::XorShift64Star;

@@ -21,8 +21,8 @@
 //!   the tickles of those tasks may have counted on it while it was idle.
 
 use super::{Work, WorkerThread};
+use crate::inspect::timeline::{driver_arg, Kind};
 use crate::scheduler::io_driver::IoDriver;
-use crate::scheduler::timeline::{driver_arg, Kind};
 use crate::sleep::park::Park;
 use crate::task::header::Runnable;
 use crossbeam_deque::Steal;

@@ -25,7 +25,6 @@
 //!   each bumped by the thread where it happens (a task's future is dropped
 //!   where it last ran, or by a shutdown).
 
-use super::fs_engine::FsEngine;
 use super::poll_times::PollTimes;
 use crate::task::id::TaskId;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -388,4 +387,16 @@ impl BusyClock {
     fn now(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
+}
+
+/// Which engine runs a pool's file operations ([`Metrics::fs_engine`](crate::Metrics::fs_engine)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FsEngine {
+    /// The pool's io_uring runs opens, reads, writes, syncs and closes; the
+    /// blocking threads run the rest (metadata, directories).
+    IoUring,
+    /// The blocking threads run every file operation: the kernel gave no
+    /// io_uring, or `POOL_FS=blocking`.
+    Blocking,
 }

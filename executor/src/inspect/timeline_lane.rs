@@ -4,22 +4,22 @@
 //! An untraced pool pays one predictable branch per record, on a field of
 //! the worker's own stack, and reads no clock.
 
-use super::super::timeline::{Kind, Lane, Timeline};
+use super::timeline::{Kind, Lane, Timeline};
 use crate::sleep::manager::Round;
 use std::sync::Arc;
 
 /// Where worker `index` records its events, if the pool is traced.
-pub(super) struct WorkerLane {
+pub(crate) struct WorkerLane {
     timeline: Option<Arc<Timeline>>,
     index: usize,
 }
 
 impl WorkerLane {
-    pub(super) fn new(timeline: Option<Arc<Timeline>>, index: usize) -> WorkerLane {
+    pub(crate) fn new(timeline: Option<Arc<Timeline>>, index: usize) -> WorkerLane {
         WorkerLane { timeline, index }
     }
 
-    pub(super) fn is_traced(&self) -> bool {
+    pub(crate) fn is_traced(&self) -> bool {
         self.timeline.is_some()
     }
 
@@ -31,13 +31,13 @@ impl WorkerLane {
 
     /// A start time for `record` (0 when the pool is not traced).
     #[inline]
-    pub(super) fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         self.timeline.as_deref().map_or(0, Timeline::now)
     }
 
     /// Record an instant event (one clock reading).
     #[inline]
-    pub(super) fn instant(&self, kind: Kind, arg: u64) {
+    pub(crate) fn instant(&self, kind: Kind, arg: u64) {
         if let Some((timeline, lane)) = self.lane() {
             let now = timeline.now();
             lane.record(kind, now, now, arg);
@@ -46,7 +46,7 @@ impl WorkerLane {
 
     /// Record an event that began at `start` (from `now`) and ends now.
     #[inline]
-    pub(super) fn record(&self, kind: Kind, start: u64, arg: u64) {
+    pub(crate) fn record(&self, kind: Kind, start: u64, arg: u64) {
         if let Some((timeline, lane)) = self.lane() {
             lane.record(kind, start, timeline.now(), arg);
         }
@@ -55,7 +55,7 @@ impl WorkerLane {
     /// After an idle round that began at `start`: record getting sleepy or
     /// a sleep.
     #[cold]
-    pub(super) fn round(&self, round: Round, start: u64) {
+    pub(crate) fn round(&self, round: Round, start: u64) {
         if let Some((_, lane)) = self.lane() {
             match round {
                 // An instant, at the moment it was decided.

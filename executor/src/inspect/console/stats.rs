@@ -18,7 +18,7 @@
 //!   at its second poll (holding the first poll's figures), so a short
 //!   task costs the console one small allocation.
 
-use super::super::ticks::TickRate;
+use crate::inspect::ticks::TickRate;
 use crate::task::header::TaskKind;
 use crate::task::id::TaskId;
 use parking_lot::Mutex;
