@@ -102,6 +102,7 @@ pub mod task;
 // 3. The scheduler, and the context of the current thread.
 mod context;
 mod scheduler;
+mod tokio_compat;
 // 4. I/O, fork-join, seeing inside.
 mod inspect;
 pub mod io;

@@ -76,7 +76,7 @@ pub(crate) struct BlockingPool {
 
 impl BlockingPool {
     /// The settings it was built with.
-    pub(super) fn config(&self) -> &BlockingConfig {
+    pub(crate) fn config(&self) -> &BlockingConfig {
         &self.config
     }
 

@@ -15,8 +15,6 @@
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
 //! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
-//! | `tokio_compat.rs` | feature `tokio-compat`: a tokio runtime per worker, driven by it (its busy periods inside it, its turns, the host of its sleeps, the placement of tokio tasks) |
-//! | `epoll_bridge.rs` | feature `tokio-compat`: the pool's I/O driver watched from a tokio reactor while its holder sleeps in its runtime |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
@@ -34,8 +32,6 @@ pub(crate) mod block_on;
 pub(crate) mod blocking;
 pub(crate) mod config;
 pub(crate) mod coop;
-#[cfg(feature = "tokio-compat")]
-pub(crate) mod epoll_bridge;
 pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod light_jobs;
@@ -49,7 +45,5 @@ pub(crate) mod spawn;
 pub(crate) mod start;
 pub(crate) mod thread_name;
 pub(crate) mod threads;
-#[cfg(feature = "tokio-compat")]
-pub(crate) mod tokio_compat;
 pub(crate) mod watcher;
 pub(crate) mod worker;

@@ -58,6 +58,9 @@ use crate::task::owned::Slot;
 use crate::task::schedule;
 use crate::task::share::TaskShares;
 use crate::task::waits::Wait;
+use crate::tokio_compat::enter::enter_tokio;
+#[cfg(feature = "tokio-compat")]
+use crate::tokio_compat::runtimes::TokioRuntimes;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_utils::CachePadded;
 use std::ptr::NonNull;
@@ -90,15 +93,6 @@ pub(crate) struct WorkerInfo {
     pub(super) wants_jobs: CachePadded<AtomicBool>,
 }
 
-/// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
-/// no `tokio-compat`) nothing.
-#[cfg(feature = "tokio-compat")]
-pub(crate) type TokioGuard<'a> = Option<tokio::runtime::EnterGuard<'a>>;
-/// What `Registry::enter_tokio` returns: the runtime's enter guard, or (with
-/// no `tokio-compat`) nothing.
-#[cfg(not(feature = "tokio-compat"))]
-pub(crate) type TokioGuard<'a> = Option<std::marker::PhantomData<&'a ()>>;
-
 pub(crate) struct Registry {
     injector: Injector<Runnable>,
     workers: Box<[WorkerInfo]>,
@@ -124,10 +118,10 @@ pub(crate) struct Registry {
     busy_clock: BusyClock,
     /// `Builder::poll_time_histogram`: workers time each poll, with this.
     time_polls: Option<TickRate>,
-    /// The pool's tokio runtimes, one per worker (`tokio_compat.rs`), set
+    /// The pool's tokio runtimes, one per worker (`tokio_compat/`), set
     /// once at start.
     #[cfg(feature = "tokio-compat")]
-    tokio: std::sync::OnceLock<super::tokio_compat::TokioCompat>,
+    tokio: std::sync::OnceLock<TokioRuntimes>,
     /// `Builder::io_uring`: file operations may use the driver's ring.
     io_uring: bool,
     /// A seeded pool's seed, ids, schedule hash and runner (`seeded/`); `None`
@@ -156,7 +150,7 @@ impl BlockingHost for Registry {
 
     fn serve(self: &Arc<Self>, body: impl FnOnce()) {
         let _current = pool_cells::enter_blocking_thread(self);
-        let _tokio = self.enter_tokio();
+        let _tokio = enter_tokio(self);
         body();
     }
 }
@@ -335,56 +329,11 @@ impl Registry {
         self.console.as_ref()
     }
 
-    /// Build the workers' tokio runtimes (once, before any worker starts).
+    /// The pool's tokio runtimes (`tokio_compat/runtimes.rs`), set once
+    /// at start.
     #[cfg(feature = "tokio-compat")]
-    pub(super) fn start_tokio(self: &Arc<Self>, thread_name: &str) -> std::io::Result<()> {
-        let tokio = super::tokio_compat::TokioCompat::start(self, self.workers.len(), thread_name)?;
-        let _ = self.tokio.set(tokio);
-        Ok(())
-    }
-
-    /// Worker `index`'s tokio runtime, to host (`tokio_compat.rs`).
-    #[cfg(feature = "tokio-compat")]
-    pub(super) fn worker_host(
-        self: &Arc<Self>,
-        index: usize,
-    ) -> Option<super::tokio_compat::WorkerHost> {
-        let tokio = self.tokio.get()?;
-        let runtime = tokio.take_runtime(index)?;
-        Some(super::tokio_compat::WorkerHost::new(
-            runtime,
-            tokio.peers(),
-            self,
-            index,
-        ))
-    }
-
-    /// Enter one of the pool's tokio runtimes on this thread until the
-    /// guard drops: the next worker's, in turn (feature `tokio-compat`;
-    /// without it, nothing). Nothing on a worker of this pool: it is inside
-    /// its own for life.
-    pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
-        #[cfg(feature = "tokio-compat")]
-        {
-            if crate::context::pool_cells::worker()
-                .is_some_and(|w| std::ptr::eq(&**w.registry(), self))
-            {
-                return None;
-            }
-            self.tokio.get().map(|t| t.enter_next())
-        }
-        #[cfg(not(feature = "tokio-compat"))]
-        {
-            None
-        }
-    }
-
-    /// Shut down the tokio runtimes no worker took (shutdown's last step).
-    pub(super) fn stop_tokio(&self) {
-        #[cfg(feature = "tokio-compat")]
-        if let Some(tokio) = self.tokio.get() {
-            tokio.stop();
-        }
+    pub(crate) fn tokio(&self) -> &std::sync::OnceLock<TokioRuntimes> {
+        &self.tokio
     }
 
     pub(crate) fn num_workers(&self) -> usize {
@@ -418,7 +367,7 @@ impl Registry {
         &self.tasks
     }
 
-    pub(super) fn blocking(&self) -> &BlockingPool {
+    pub(crate) fn blocking(&self) -> &BlockingPool {
         &self.blocking
     }
 

@@ -107,7 +107,10 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     drop_unfinished_tasks(registry);
 
     // 6. The tokio runtimes no worker took (feature `tokio-compat`).
-    registry.stop_tokio();
+    #[cfg(feature = "tokio-compat")]
+    if let Some(tokio) = registry.tokio().get() {
+        tokio.stop();
+    }
 }
 
 /// Step 5. Each live task is woken, which queues its runnable; every queue

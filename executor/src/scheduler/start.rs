@@ -22,6 +22,8 @@ use super::threads::Threads;
 use super::watcher::{self, Look};
 use super::worker;
 use crate::context::thread_kind::ThreadKind;
+#[cfg(feature = "tokio-compat")]
+use crate::tokio_compat::runtimes::TokioRuntimes;
 use crossbeam_deque::Worker;
 use std::io;
 use std::sync::Arc;
@@ -99,7 +101,11 @@ pub(crate) fn start(
     };
     // Before the workers: each enters the runtime's context as it starts.
     #[cfg(feature = "tokio-compat")]
-    registry.start_tokio(&thread_name)?;
+    let _ = registry.tokio().set(TokioRuntimes::start(
+        &registry,
+        registry.num_workers(),
+        &thread_name,
+    )?);
     for (index, (deque, jobs)) in deques.into_iter().enumerate() {
         let mut builder = thread::Builder::new();
         if let Some(bytes) = stack_size {

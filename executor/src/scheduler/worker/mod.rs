@@ -63,6 +63,8 @@ use crate::task::header::TaskHeader;
 use crate::task::id::TaskId;
 use crate::task::owned::Slot;
 use crate::task::waits::{Wait, WaitScratch};
+#[cfg(feature = "tokio-compat")]
+use crate::tokio_compat::worker_runtime::WorkerRuntime;
 use crossbeam_deque::Worker;
 use local::LocalTasks;
 use removals::Removals;
@@ -126,7 +128,7 @@ pub(crate) struct WorkerThread {
     lane: WorkerLane,
     /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
     #[cfg(feature = "tokio-compat")]
-    host: Option<super::tokio_compat::WorkerHost>,
+    host: Option<WorkerRuntime>,
     /// `Builder::poll_time_histogram`: time each poll with this clock.
     time_polls: Option<TickRate>,
     /// Shares of the pool for the headers of tasks spawned here, and given
@@ -178,7 +180,7 @@ impl WorkerThread {
             local: LocalTasks::default(),
             lane: WorkerLane::new(registry.timeline_shared(), index),
             #[cfg(feature = "tokio-compat")]
-            host: registry.worker_host(index),
+            host: WorkerRuntime::take(&registry, index),
             time_polls: registry.poll_clock(),
             shares: Cell::new(0),
             polling: Cell::new(None),

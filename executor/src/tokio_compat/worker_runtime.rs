@@ -1,94 +1,25 @@
-//! Feature `tokio-compat`: a tokio runtime on every worker, driven by the
-//! worker itself, so that tokio-only code (tokio::spawn, tokio::net,
-//! tokio::time, and what is built on them: axum's `on_upgrade`, sqlx,
-//! reqwest, tower's timeouts) runs on the pool's own threads, with no side
-//! thread and no hop between threads.
-//!
-//! # What runs where
-//!
-//! * Worker `i` owns a tokio current-thread runtime and enters its context
-//!   for life: a `tokio::spawn` from a task polled on worker `i` lands on
-//!   runtime `i`, and a tokio socket or timer made there registers in
-//!   runtime `i`'s reactor. A tokio task stays on the worker whose runtime
-//!   it was spawned on (thread-per-core style); pool tasks still move
-//!   between workers. So that long-lived tokio tasks (WebSockets, client
-//!   connections) do not pile up on one worker, a worker whose runtime has
-//!   more than `BALANCE_SLACK` tokio tasks alive beyond another's polls its
-//!   pool tasks in that one's context until it has not (`balance`).
-//! * **Busy**, the worker runs its pool tasks inside its runtime's
-//!   `block_on` (`run_busy`), as tokio's own workers run tokio's: a
-//!   `tokio::spawn` or a wake of a tokio task from a pool task is a push
-//!   onto the runtime's own queue. The busy period steps aside for tokio
-//!   at the next task boundary when a pool task spawned onto it (at once:
-//!   the spawned task runs before the worker's next pool task, as from
-//!   tokio's LIFO slot), every 8 searches if tokio tasks are alive or
-//!   queued from another thread, and every `TURN_INTERVAL` (250 us,
-//!   checked every 61 searches where it polls the pool's driver); and once
-//!   more before it goes idle if tokio tasks are alive. Stepping aside is
-//!   cheap: the period runs as the runtime's runner task (`Runner`) once
-//!   it first steps aside, and a step aside is the runner waking itself,
-//!   so tokio runs its queue and polls its reactor and timers every 61
-//!   tasks, as on its own workers, not at every step. Pool tasks run there
-//!   under no tokio budget, and, as in any tokio `block_on`, one cannot
-//!   start a tokio runtime or call `tokio::task::block_in_place` (use
-//!   `pool::spawn_blocking`).
-//! * **Idle** but not asleep (searching), the worker gives its runtime a
-//!   turn (`turn`) when tasks were scheduled onto it from another thread
-//!   (one load of the queue's length every 8 searches), and every
-//!   `TURN_INTERVAL` otherwise. What its driver polls (and a sleep in the
-//!   driver) make ready it wakes inside a turn while tokio tasks are
-//!   alive (`wake_inside`), so that a wake of one of them is a push onto
-//!   the runtime's own queue, not a write to its eventfd.
-//! * **Asleep**, the worker blocks inside its runtime
-//!   ([`Host`](crate::sleep::Host), `sleep/README.md`, "Sleeping in a
-//!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
-//!   sleep-protocol wake wakes the runtime's `block_on` future. The
-//!   sleeper that holds the pool's driver also has its runtime watch the
-//!   pool's epoll descriptor and next timer (`epoll_bridge.rs`); when they
-//!   bring work it ends its sleep itself, as the driver's sleeper does,
-//!   and wakes that work as its own. While a worker sleeps this way it is
-//!   not the current worker: the tokio tasks it runs are outsiders of the
-//!   pool, so their spawns and wakes go through the injector and wake a
-//!   sleeper as any other thread's do (maybe this one).
-//! * Other threads (`Pool::block_on` on a plain thread, the pool's and
-//!   tokio's blocking threads) enter the workers' runtimes in turn, one per
-//!   thread or call: their tokio work lands on the workers round-robin.
-//!   tokio's `spawn_blocking` runs on `{name}-tokio-blocking` threads of
-//!   the runtime it was called on; each runtime may start the pool's
-//!   `max_blocking_threads` divided by the workers, and lets them go after
-//!   the pool's `blocking_keep_alive`; they have its thread stack size.
-//!
-//! # Shutdown
-//!
-//! A worker shuts its runtime down when it exits, after its own pool tasks
-//! were dropped (its tokio tasks are dropped there; a running
-//! `spawn_blocking` closure is not waited for). Shutdown's last step
-//! (`shutdown.rs`, step 6) shuts down the runtimes of workers that never
-//! ran.
+//! `WorkerRuntime`: a worker's own tokio runtime (feature `tokio-compat`),
+//! driven by the worker: its busy periods run inside it, it gives the
+//! runtime turns, its sleeps block in it (`sleep/park.rs`'s `Host`), and
+//! it balances tokio tasks with the other workers' runtimes. See `mod.rs`
+//! for what runs where.
 
 use super::epoll_bridge::DriverWatch;
-use super::io_driver::IoDriver;
-use super::registry::Registry;
-use super::thread_name::set_kernel_name;
+use super::runner::{Aside, Handover, Runner};
+use super::runtimes::{alive_tasks, Peer};
 use crate::context::pool_cells;
-use crate::context::thread_kind::ThreadKind;
+use crate::scheduler::io_driver::IoDriver;
+use crate::scheduler::registry::Registry;
 use crate::sleep::park::Host;
 use crate::task::coarse_clock::coarse_now_ns;
-use parking_lot::Mutex;
-use std::any::Any;
 use std::cell::Cell;
 use std::future::poll_fn;
 use std::future::Future;
-use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::{pin, Pin};
-use std::ptr::NonNull;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use tokio::runtime::{Handle, Runtime};
+use tokio::runtime::Runtime;
 
 /// A busy worker with no tokio task queued gives its runtime a turn this
 /// often, for tokio's reactor and timers: a turn costs a microsecond or two
@@ -97,123 +28,6 @@ use tokio::runtime::{Handle, Runtime};
 /// tokio's own workers poll their reactor every 61 tasks, a few hundred
 /// microseconds under load. (Queued tokio tasks get their turn at once.)
 const TURN_INTERVAL: Duration = Duration::from_micros(250);
-
-/// The pool's tokio runtimes: one per worker, taken by it when it starts.
-#[derive(Debug)]
-pub(crate) struct TokioCompat {
-    runtimes: Box<[Mutex<Option<Runtime>>]>,
-    /// Every runtime's handle and metrics, in worker order, shared with
-    /// the workers (`WorkerHost::balance`).
-    peers: Arc<[Peer]>,
-    /// The next runtime an outside thread enters.
-    next: AtomicUsize,
-}
-
-impl TokioCompat {
-    /// Build one runtime per worker (none started: a runtime runs only
-    /// inside its worker's `block_on` calls). Their blocking threads follow
-    /// the pool's settings: its keep-alive, and its `max_blocking_threads`
-    /// split between them (so tokio's blocking threads of the whole pool
-    /// are at most as many as the pool's own).
-    pub(super) fn start(
-        registry: &Arc<Registry>,
-        workers: usize,
-        thread_name: &str,
-    ) -> io::Result<TokioCompat> {
-        let blocking = registry.blocking().config();
-        let max_blocking = (blocking.max_threads / workers).max(1);
-        let weak: Weak<Registry> = Arc::downgrade(registry);
-        let mut runtimes = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            let weak = weak.clone();
-            let prefix = thread_name.to_owned();
-            let (hooks, stop_hooks) = (blocking.hooks.clone(), blocking.hooks.clone());
-            let on_start = move || {
-                // Its short name in the kernel (tokio named it in full).
-                set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
-                ThreadKind::TokioBlocking.enter();
-                if let Some(registry) = weak.upgrade() {
-                    // Kept until the thread ends (see `on_thread_stop`).
-                    std::mem::forget(pool_cells::enter_blocking_thread(&registry));
-                }
-                hooks.run_start();
-            };
-            let on_stop = move || {
-                stop_hooks.run_stop();
-                pool_cells::leave_served_pool();
-            };
-            let mut builder = tokio::runtime::Builder::new_current_thread();
-            builder
-                .enable_all()
-                .max_blocking_threads(max_blocking)
-                .thread_keep_alive(blocking.keep_alive)
-                .thread_name(ThreadKind::TokioBlocking.full_name(thread_name))
-                .on_thread_start(on_start)
-                .on_thread_stop(on_stop);
-            if let Some(bytes) = blocking.stack_size {
-                builder.thread_stack_size(bytes);
-            }
-            runtimes.push(builder.build()?);
-        }
-        Ok(TokioCompat {
-            peers: runtimes
-                .iter()
-                .map(|r| Peer {
-                    handle: r.handle().clone(),
-                    metrics: r.metrics(),
-                })
-                .collect(),
-            runtimes: runtimes.into_iter().map(|r| Mutex::new(Some(r))).collect(),
-            next: AtomicUsize::new(0),
-        })
-    }
-
-    /// Worker `index`'s runtime, to drive for its life (once).
-    pub(super) fn take_runtime(&self, index: usize) -> Option<Runtime> {
-        self.runtimes.get(index).and_then(|r| r.lock().take())
-    }
-
-    /// The time runtime `index`'s scheduler spent running its tasks so far
-    /// (`WorkerHost::tokio_busy`, read by a metrics snapshot).
-    pub(super) fn busy(&self, index: usize) -> Duration {
-        self.peers[index].metrics.worker_total_busy_duration(0)
-    }
-
-    /// Every runtime's handle and metrics, for a worker's host.
-    pub(super) fn peers(&self) -> Arc<[Peer]> {
-        Arc::clone(&self.peers)
-    }
-
-    /// Enter the next worker's runtime context on this (outside) thread
-    /// until the guard drops.
-    pub(super) fn enter_next(&self) -> tokio::runtime::EnterGuard<'_> {
-        // Relaxed: only spreads threads over runtimes.
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.peers.len();
-        self.peers[i].handle.enter()
-    }
-
-    /// Shut down the runtimes no worker took (shutdown's last step).
-    pub(super) fn stop(&self) {
-        for slot in self.runtimes.iter() {
-            if let Some(runtime) = slot.lock().take() {
-                runtime.shutdown_background();
-            }
-        }
-    }
-}
-
-/// A runtime's tokio tasks alive, its runner (if started) not counted.
-#[inline]
-fn alive_tasks(metrics: &tokio::runtime::RuntimeMetrics) -> usize {
-    metrics.num_alive_tasks().saturating_sub(1)
-}
-
-/// One of the pool's runtimes, as any thread sees it.
-#[derive(Debug)]
-pub(super) struct Peer {
-    handle: Handle,
-    metrics: tokio::runtime::RuntimeMetrics,
-}
 
 /// Tokio tasks a worker's runtime may have alive beyond the least loaded
 /// runtime it looked at before its pool tasks' spawns go there instead:
@@ -224,7 +38,7 @@ const BALANCE_SLACK: usize = 4;
 /// A worker's runtime, driven by the worker: its busy turns and the host
 /// of its sleeps. Lives on the worker's stack; shuts its runtime down when
 /// dropped.
-pub(crate) struct WorkerHost {
+pub(crate) struct WorkerRuntime {
     runtime: Option<Runtime>,
     registry: Arc<Registry>,
     /// The worker whose runtime this is.
@@ -262,15 +76,15 @@ pub(crate) struct WorkerHost {
     watch: DriverWatch,
 }
 
-impl std::fmt::Debug for WorkerHost {
+impl std::fmt::Debug for WorkerRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WorkerHost")
+        f.debug_struct("WorkerRuntime")
             .field("inside", &self.inside.get())
             .finish_non_exhaustive()
     }
 }
 
-/// Clears a flag of `WorkerHost` (`inside`, `busy`), also on a panic.
+/// Clears a flag of `WorkerRuntime` (`inside`, `busy`), also on a panic.
 struct Outside<'a>(&'a Cell<bool>);
 
 impl Drop for Outside<'_> {
@@ -279,16 +93,24 @@ impl Drop for Outside<'_> {
     }
 }
 
-impl WorkerHost {
-    pub(super) fn new(
+impl WorkerRuntime {
+    /// Worker `index`'s runtime, taken from the pool's set to drive
+    /// (`None` without one: a seeded pool's, or one taken already).
+    pub(crate) fn take(registry: &Arc<Registry>, index: usize) -> Option<WorkerRuntime> {
+        let tokio = registry.tokio().get()?;
+        let runtime = tokio.take_runtime(index)?;
+        Some(WorkerRuntime::new(runtime, tokio.peers(), registry, index))
+    }
+
+    fn new(
         runtime: Runtime,
         peers: Arc<[Peer]>,
         registry: &Arc<Registry>,
         index: usize,
-    ) -> WorkerHost {
+    ) -> WorkerRuntime {
         let handover = Rc::new(Handover::default());
         drop(runtime.spawn(tokio::task::unconstrained(Runner(Rc::clone(&handover)))));
-        WorkerHost {
+        WorkerRuntime {
             runtime: Some(runtime),
             registry: Arc::clone(registry),
             index,
@@ -336,7 +158,7 @@ impl WorkerHost {
     }
 
     /// Enter the runtime's context on this thread until the guard drops.
-    pub(super) fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
+    pub(crate) fn enter(&self) -> tokio::runtime::EnterGuard<'_> {
         self.runtime().enter()
     }
 
@@ -363,7 +185,7 @@ impl WorkerHost {
     /// the runtime's own queue (not seen from here: it has no public
     /// length), so they wait at most this many searches.
     #[inline]
-    pub(super) fn turn(&self, periodic: bool) {
+    pub(crate) fn turn(&self, periodic: bool) {
         let queued = self.has_queued();
         if self.inside.get() {
             if self.busy.get() && !self.wanted.get() {
@@ -397,7 +219,7 @@ impl WorkerHost {
     /// inside the runtime (`wake_inside`): outside it, and tokio tasks of
     /// this runtime are alive, so some of the wakers may be theirs.
     #[inline]
-    pub(super) fn wakes_inside(&self) -> bool {
+    pub(crate) fn wakes_inside(&self) -> bool {
         !self.inside.get() && self.alive_tasks() > 0
     }
 
@@ -413,7 +235,7 @@ impl WorkerHost {
     /// without blocking, as at any turn); else the worker goes on to run
     /// its pool tasks first, and tokio's wait for its next busy step to
     /// step aside (`queued_here`), or for its next idle search's turn.
-    pub(super) fn wake_inside(&self, wake: impl FnOnce() -> usize) -> usize {
+    pub(crate) fn wake_inside(&self, wake: impl FnOnce() -> usize) -> usize {
         let mut wake = Some(wake);
         let mut found = 0;
         self.turn_with(|| {
@@ -490,7 +312,7 @@ impl WorkerHost {
     /// The context to poll a pool task in when it is not this worker's own
     /// runtime (`balance`): until the guard drops.
     #[inline]
-    pub(super) fn enter_elsewhere(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
+    pub(crate) fn enter_elsewhere(&self) -> Option<tokio::runtime::EnterGuard<'_>> {
         let target = self.elsewhere.get()?;
         Some(self.peers[target].handle.enter())
     }
@@ -505,7 +327,7 @@ impl WorkerHost {
     /// A pool that never uses tokio pays the `block_on`'s entry and exit
     /// once per busy period: `compare` read the same within its noise.
     #[inline]
-    pub(super) fn can_enter(&self) -> bool {
+    pub(crate) fn can_enter(&self) -> bool {
         !self.inside.get()
     }
 
@@ -516,7 +338,7 @@ impl WorkerHost {
     /// tokio's LIFO slot (sqlx returns a pooled connection to its pool in
     /// a spawned task, and the next request waits for it).
     #[inline]
-    pub(super) fn turn_wanted(&self) -> bool {
+    pub(crate) fn turn_wanted(&self) -> bool {
         self.wanted.get() || self.alive_tasks() > self.alive_at_step.get()
     }
 
@@ -545,7 +367,7 @@ impl WorkerHost {
     /// Pool tasks run under no tokio budget (`unconstrained`), as outside
     /// the runtime: the one budget of a `block_on` future or of a tokio
     /// task is not shared out among all the tasks of a busy period.
-    pub(super) fn run_busy(&self, mut tasks: impl FnMut() -> bool) {
+    pub(crate) fn run_busy(&self, mut tasks: impl FnMut() -> bool) {
         self.busy.set(true);
         let _idle = Outside(&self.busy);
         let mut step = || self.busy_step(&mut tasks);
@@ -607,174 +429,7 @@ impl WorkerHost {
     }
 }
 
-/// What a busy step asks of tokio before the next step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Aside {
-    /// Nothing: the busy period is over.
-    Done,
-    /// Run what is queued on the runtime.
-    RunQueue,
-    /// Run what is queued, then poll the reactor and timers without
-    /// blocking (tokio's own workers do it every 61 tasks; the pool's
-    /// worker at a turn: every 8 searches while tokio tasks are alive or
-    /// queued from outside, and every `TURN_INTERVAL`, so that readiness
-    /// of a socket in this runtime's reactor is seen while the worker is
-    /// busy).
-    PollDriver,
-}
-
-/// A busy period's step (`WorkerHost::busy_step`) as `run_busy` lends it
-/// to the runner.
-type Step = dyn FnMut() -> Aside;
-
-/// How a busy period passes between its `block_on` future and the
-/// runtime's runner task (`Runner`). Touched only on the worker's thread.
-#[derive(Default)]
-struct Handover {
-    /// The step of the busy period under way, lent by `run_busy` for the
-    /// length of its `block_on` (`Lent`), taken out while it runs.
-    step: Cell<Option<NonNull<Step>>>,
-    /// The runner has the period: set by the `block_on` future when it
-    /// hands it over, cleared by the runner when a step found nothing to do.
-    handed: Cell<bool>,
-    /// The runner's waker, from its first poll.
-    runner: Cell<Option<Waker>>,
-    /// The `block_on` future's waker, woken when the runner is done.
-    owner: Cell<Option<Waker>>,
-    /// A panic of a step the runner ran, resumed by `run_busy`.
-    panic: Cell<Option<Box<dyn Any + Send>>>,
-}
-
-impl Handover {
-    /// Lend `step` until the returned guard drops.
-    fn lend<'a>(&'a self, step: &'a mut (dyn FnMut() -> Aside + 'a)) -> Lent<'a> {
-        let step: NonNull<dyn FnMut() -> Aside + 'a> = NonNull::from(step);
-        // SAFETY: only the lifetime changes. `Lent` takes the pointer back
-        // out of the cell before `step`'s borrow ends, also on a panic, and
-        // nothing dereferences it once out (`run_step`).
-        let step: NonNull<Step> = unsafe { std::mem::transmute(step) };
-        self.step.set(Some(step));
-        Lent(self)
-    }
-
-    /// Run the lent step once; None if none is lent.
-    fn run_step(&self) -> Option<Aside> {
-        let step = self.step.take()?;
-        let _back = PutBack(&self.step, step);
-        // SAFETY: `step` points at `run_busy`'s closure, alive while it is
-        // lent (`lend`). It was taken out of the cell for this call, so no
-        // other call (a nested one would find the cell empty) makes a
-        // second `&mut` to it.
-        Some(unsafe { (*step.as_ptr())() })
-    }
-}
-
-/// Puts a lent step back into its cell after a run, also on a panic.
-struct PutBack<'a>(&'a Cell<Option<NonNull<Step>>>, NonNull<Step>);
-
-impl Drop for PutBack<'_> {
-    fn drop(&mut self) {
-        self.0.set(Some(self.1));
-    }
-}
-
-/// A busy period's step, lent to the runner; taken back when dropped.
-struct Lent<'a>(&'a Handover);
-
-impl Lent<'_> {
-    /// Run the step from the `block_on` future.
-    fn step(&self) -> Aside {
-        self.0.run_step().unwrap_or(Aside::Done)
-    }
-
-    /// Hand the period to the runner, to be woken (`owner`) when it is
-    /// done; false if there is no runner yet.
-    fn hand_over(&self, owner: &Waker) -> bool {
-        let Some(runner) = self.0.runner.take() else {
-            return false;
-        };
-        self.0.owner.set(Some(owner.clone()));
-        self.0.handed.set(true);
-        // On this thread, inside the runtime's scheduler context: a push
-        // onto its own queue, behind what the step put there.
-        runner.wake_by_ref();
-        self.0.runner.set(Some(runner));
-        true
-    }
-
-    /// Once the runner is done with the period: Ok, or the panic of the
-    /// step it ran.
-    fn taken_back(&self) -> Option<Result<(), Box<dyn Any + Send>>> {
-        if self.0.handed.get() {
-            return None;
-        }
-        Some(self.0.panic.take().map_or(Ok(()), Err))
-    }
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        self.0.step.set(None);
-        self.0.handed.set(false);
-        self.0.owner.set(None);
-    }
-}
-
-/// The runtime's runner: a tokio task that runs the steps of a busy period
-/// handed to it (`WorkerHost::run_busy`), so that stepping aside for tokio
-/// is a push onto its queue, not a wake of the `block_on` future (a write
-/// to the runtime's eventfd and a driver poll each). Spawned when the
-/// worker's host is made; never completes (it is dropped with the
-/// runtime), so it is one of the runtime's alive tasks, which
-/// `alive_tasks` does not count.
-struct Runner(Rc<Handover>);
-
-// SAFETY: a current-thread runtime polls and drops its tasks on the thread
-// that drives it: the runner's is driven by its worker alone (its
-// `block_on` calls and its shutdown in `WorkerHost::drop`, on the worker's
-// thread; the runtime left `TokioCompat` for this worker before the runner
-// was spawned), so the `Rc` and what it reaches stay on that thread.
-unsafe impl Send for Runner {}
-
-impl Future for Runner {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let hand = &*self.0;
-        let runner = hand.runner.take();
-        hand.runner.set(match runner {
-            Some(w) if w.will_wake(cx.waker()) => Some(w),
-            _ => Some(cx.waker().clone()),
-        });
-        if !hand.handed.get() {
-            return Poll::Pending;
-        }
-        match catch_unwind(AssertUnwindSafe(|| hand.run_step())) {
-            Ok(Some(Aside::RunQueue)) => {
-                // Behind what tokio has queued.
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            Ok(Some(Aside::PollDriver)) => {
-                // Tokio wakes a task that yields once it has run its queue
-                // and polled its driver without blocking (1.54:
-                // `yield_now`, `Defer`): then it pushes the runner onto
-                // its queue, with no write to its eventfd.
-                let _ = pin!(tokio::task::yield_now()).poll(cx);
-                return Poll::Pending;
-            }
-            Ok(Some(Aside::Done) | None) => {}
-            Err(panic) => hand.panic.set(Some(panic)),
-        }
-        hand.handed.set(false);
-        if let Some(owner) = hand.owner.take() {
-            owner.wake();
-        }
-        Poll::Pending
-    }
-}
-
-impl Host for WorkerHost {
+impl Host for WorkerRuntime {
     fn can_block(&self) -> bool {
         !self.inside.get()
     }
@@ -821,7 +476,7 @@ impl Host for WorkerHost {
 /// Adds the time tokio's tasks took during a sleep in the runtime to the
 /// worker's busy time, when the sleep ends (also by a panic); a snapshot
 /// taken meanwhile counts it so far (`WorkerStats::busy`).
-struct CountBusy<'a>(&'a WorkerHost);
+struct CountBusy<'a>(&'a WorkerRuntime);
 
 impl Drop for CountBusy<'_> {
     fn drop(&mut self) {
@@ -833,7 +488,7 @@ impl Drop for CountBusy<'_> {
     }
 }
 
-impl Drop for WorkerHost {
+impl Drop for WorkerRuntime {
     fn drop(&mut self) {
         // The timer and the registration belong to the runtime: dropped
         // first, in its context.

@@ -19,7 +19,7 @@
 //! * The timer and the registration belong to the runtime: they are
 //!   dropped in its context (`clear`), before it shuts down.
 
-use super::io_driver::{Driver, IoDriver};
+use crate::scheduler::io_driver::{Driver, IoDriver};
 use std::cell::RefCell;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
