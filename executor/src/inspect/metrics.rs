@@ -196,7 +196,7 @@ pub(crate) struct WorkerStats {
     /// While the worker sleeps in its tokio runtime (`tokio-compat`): its
     /// runtime's busy time, in nanoseconds, when the sleep began, plus one;
     /// else 0. Tokio's work in that sleep is the worker's busy time too.
-    hosted_since: AtomicU64,
+    guest_since: AtomicU64,
     /// `Builder::poll_time_histogram`'s counts (untouched when it is off).
     pub(crate) poll_times: PollTimes,
 }
@@ -302,21 +302,21 @@ impl WorkerStats {
     /// Owner: a sleep in the worker's tokio runtime begins, whose runtime
     /// has been busy `tokio_busy` so far.
     #[cfg(feature = "tokio-compat")]
-    pub(crate) fn host_sleep_begins(&self, tokio_busy: Duration) {
-        self.hosted_since
+    pub(crate) fn guest_sleep_begins(&self, tokio_busy: Duration) {
+        self.guest_since
             .store(tokio_busy.as_nanos() as u64 + 1, Ordering::Release);
     }
 
     /// Owner: that sleep ended, its runtime now busy `tokio_busy` in all:
     /// the difference is the worker's.
     #[cfg(feature = "tokio-compat")]
-    pub(crate) fn host_sleep_ends(&self, tokio_busy: Duration) {
-        let since = self.hosted_since.load(Ordering::Relaxed);
+    pub(crate) fn guest_sleep_ends(&self, tokio_busy: Duration) {
+        let since = self.guest_since.load(Ordering::Relaxed);
         if since != 0 {
             let spent = (tokio_busy.as_nanos() as u64 + 1).saturating_sub(since);
             self.bump_owned(|s| &s.busy_ns, spent);
             // Release, after the total: as in `busy_end`.
-            self.hosted_since.store(0, Ordering::Release);
+            self.guest_since.store(0, Ordering::Release);
         }
     }
 
@@ -335,10 +335,10 @@ impl WorkerStats {
         // under way, or none), so the two are not summed twice or missed.
         loop {
             let since = self.busy_since.load(Ordering::Acquire);
-            let hosted = self.hosted_since.load(Ordering::Acquire);
+            let guest_at = self.guest_since.load(Ordering::Acquire);
             let total = self.busy_ns.load(Ordering::Acquire);
             if self.busy_since.load(Ordering::Acquire) != since
-                || self.hosted_since.load(Ordering::Acquire) != hosted
+                || self.guest_since.load(Ordering::Acquire) != guest_at
             {
                 continue;
             }
@@ -347,12 +347,12 @@ impl WorkerStats {
             } else {
                 (clock.now() + 1).saturating_sub(since)
             };
-            let hosting = if hosted == 0 {
+            let in_guest = if guest_at == 0 {
                 0
             } else {
-                (tokio_busy().as_nanos() as u64 + 1).saturating_sub(hosted)
+                (tokio_busy().as_nanos() as u64 + 1).saturating_sub(guest_at)
             };
-            return Duration::from_nanos(total + current + hosting);
+            return Duration::from_nanos(total + current + in_guest);
         }
     }
 

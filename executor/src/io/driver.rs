@@ -97,7 +97,7 @@ struct Sources {
 /// A pool's I/O driver and timer store.
 #[derive(Debug)]
 pub(crate) struct Driver {
-    /// The epoll instance's descriptor (owned by `core.poll`): a host
+    /// The epoll instance's descriptor (owned by `core.poll`): a guest runtime
     /// runtime watches it for a sleeper that holds the driver; the ring of
     /// `pool::fs` is armed in it.
     #[cfg_attr(

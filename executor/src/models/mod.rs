@@ -1,5 +1,5 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar, one
-//! blocked in a stand-in I/O driver, and one asleep in a stand-in host
+//! blocked in a stand-in I/O driver, and one asleep in a stand-in guest runtime
 //! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes,
 //! the jump of a paused clock, the task shares that keep a pool alive and
 //! the hand-over of an idle worker's timers to the driver's sleeper.
@@ -36,9 +36,9 @@
 //! find it asleep through a poll; `--cfg pool_loom_skip_inbox_check` leaves
 //! a worker's inbox out of its final check, and loom must find the
 //! `spawn_local` task woken from another thread lost (`inbox.rs`); `--cfg
-//! pool_loom_split_host_waker` has a sleeper in a host store its waker
+//! pool_loom_split_guest_waker` has a sleeper in a guest runtime store its waker
 //! apart from its read of its flag, and loom must find the wake lost
-//! (`host.rs`); `--cfg pool_loom_skip_missed_fence` removes the fence of
+//! (`guest_runtime.rs`); `--cfg pool_loom_skip_missed_fence` removes the fence of
 //! a sleeper that found the driver held, and loom must find readiness
 //! that nobody watches (`driver.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
 //! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
@@ -52,7 +52,7 @@
 pub(crate) mod block_on;
 pub(crate) mod counters;
 pub(crate) mod driver;
-pub(crate) mod host;
+pub(crate) mod guest_runtime;
 pub(crate) mod inbox;
 pub(crate) mod join;
 pub(crate) mod latch;

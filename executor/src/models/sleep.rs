@@ -4,7 +4,7 @@
 
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::SleepManager;
-use crate::sleep::park::Host;
+use crate::sleep::park::GuestRuntime;
 use crate::sync::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -72,14 +72,14 @@ pub(super) fn idle_until(
     idle_until_in(sleep, index, latch, queues, injector, None)
 }
 
-/// `idle_until`, sleeping in `host` (if any) instead of on the condvar.
+/// `idle_until`, sleeping in `guest` (if any) instead of on the condvar.
 pub(super) fn idle_until_in(
     sleep: &SleepManager,
     index: usize,
     latch: &CoreLatch,
     queues: &[&Queue],
     injector: &Queue,
-    host: Option<&dyn Host>,
+    guest: Option<&dyn GuestRuntime>,
 ) -> Outcome {
     let mut idle_state = sleep.start_looking(index, true);
     let mut wakers = Vec::new();
@@ -93,7 +93,7 @@ pub(super) fn idle_until_in(
             latch,
             || injector.has_job(),
             &mut wakers,
-            host,
+            guest,
         );
         if !wakers.is_empty() {
             sleep.work_found(|| sees_queued_jobs(queues, injector));

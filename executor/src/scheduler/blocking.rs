@@ -42,8 +42,8 @@ use std::time::Instant;
 /// `Registry`, in `scheduler/registry.rs`), so that this file names no
 /// file of the scheduler's core. Its sleep manager (`WakePool`): queued and
 /// running closures hold the pool's paused clock.
-pub(crate) trait BlockingHost: WakePool {
-    /// The blocking pool itself (a thread reaches it through its host).
+pub(crate) trait BlockingPoolOwner: WakePool {
+    /// The blocking pool itself (a thread reaches it through its guest runtime).
     fn blocking_pool(&self) -> &BlockingPool;
     /// Run `body`, a blocking thread's whole life, as a thread that serves
     /// this pool (its current pool; with `tokio-compat`, in its tokio
@@ -97,7 +97,7 @@ impl BlockingPool {
 
     /// The schedule function of blocking tasks: queue the runnable, then
     /// hand it to an idle thread or start a new one, up to the cap.
-    pub(crate) fn schedule<H: BlockingHost>(&self, host: &Arc<H>, runnable: Runnable) {
+    pub(crate) fn schedule<H: BlockingPoolOwner>(&self, owner: &Arc<H>, runnable: Runnable) {
         let mut st = self.state.lock();
         if st.drained {
             // The pool is gone: cancel it (its future is dropped).
@@ -108,7 +108,7 @@ impl BlockingPool {
         // Queued or running, the closure holds a paused clock; its thread
         // lets go after it ran, that is after its result woke its awaiter
         // (`sleep/activity.rs`).
-        host.sleep_manager().hold();
+        owner.sleep_manager().hold();
         st.queue.push_back(runnable);
         if st.shutdown || self.config.simulated {
             // Shutdown drains the queue; a seeded pool runs it at its
@@ -129,12 +129,12 @@ impl BlockingPool {
         if let Some(bytes) = self.config.stack_size {
             builder = builder.stack_size(bytes);
         }
-        let thread_host = Arc::clone(host);
+        let thread_owner = Arc::clone(owner);
         let kind = ThreadKind::Blocking(id);
         match kind.spawn(&self.config.thread_name, builder, move || {
-            let sleep = thread_host.sleep_manager();
-            thread_host.serve(|| {
-                let pool = thread_host.blocking_pool();
+            let sleep = thread_owner.sleep_manager();
+            thread_owner.serve(|| {
+                let pool = thread_owner.blocking_pool();
                 pool.config.hooks.run_start();
                 pool.run_thread(sleep, id);
                 pool.config.hooks.run_stop();
@@ -152,7 +152,7 @@ impl BlockingPool {
                 drop(st);
                 if let Some(runnable) = runnable {
                     cancel(runnable);
-                    host.sleep_manager().release_hold();
+                    owner.sleep_manager().release_hold();
                 }
             }
             Err(_) => {} // a running thread will get to it
@@ -165,11 +165,11 @@ impl BlockingPool {
     }
 
     /// A seeded pool's step of its logical blocking thread: run the oldest
-    /// queued closure on this thread, serving `host`.
-    pub(crate) fn run_simulated<H: BlockingHost>(&self, host: &Arc<H>) {
+    /// queued closure on this thread, serving `owner`.
+    pub(crate) fn run_simulated<H: BlockingPoolOwner>(&self, owner: &Arc<H>) {
         let runnable = self.state.lock().queue.pop_front();
         if let Some(runnable) = runnable {
-            host.serve(|| run_one(runnable, host.sleep_manager()));
+            owner.serve(|| run_one(runnable, owner.sleep_manager()));
         }
     }
 

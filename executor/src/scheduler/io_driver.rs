@@ -41,12 +41,12 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     fn ring_ops(&self) -> Option<u64>;
 
     /// The OS poll instance's descriptor: readable while events wait in
-    /// it, and after an `unpark` (a host runtime watches it, see
+    /// it, and after an `unpark` (a guest runtime watches it, see
     /// `epoll_bridge.rs`).
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     fn epoll_fd(&self) -> std::os::fd::RawFd;
 
-    /// The holder is about to wait elsewhere (in a host runtime) for this
+    /// The holder is about to wait elsewhere (in a guest runtime) for this
     /// driver's descriptor: the real instant of its next timer, if any,
     /// recorded so that a timer inserted earlier than it unparks the driver.
     /// With the clock paused, as `Park::park` does: a poll without blocking

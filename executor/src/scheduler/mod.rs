@@ -13,7 +13,7 @@
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
-//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingHost`) |
+//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`) |
 //! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |

@@ -26,7 +26,7 @@
 //! * The fields are private: the other files of the scheduler, and the
 //!   floors above, read what they need through the methods here.
 
-use super::blocking::{BlockingHost, BlockingPool};
+use super::blocking::{BlockingPool, BlockingPoolOwner};
 use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
@@ -143,7 +143,7 @@ impl WakePool for Registry {
     }
 }
 
-impl BlockingHost for Registry {
+impl BlockingPoolOwner for Registry {
     fn blocking_pool(&self) -> &BlockingPool {
         &self.blocking
     }

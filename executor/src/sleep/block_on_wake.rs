@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::task::Wake;
 
 /// What a `block_on` wake needs of the pool it wakes a thread of (the
-/// blocking pool's host, `scheduler/blocking.rs`, builds on it).
+/// blocking pool's owner, `scheduler/blocking.rs`, builds on it).
 pub(crate) trait WakePool: Send + Sync + 'static {
     /// The pool's sleep manager (its activity, for a paused clock).
     fn sleep_manager(&self) -> &SleepManager;

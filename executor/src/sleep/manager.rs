@@ -7,7 +7,7 @@ use super::activity::Activity;
 use super::counters::{AtomicCounters, JobsEventCounter, THREADS_MAX};
 use super::deadlock::DeadlockDetector;
 use super::latch::CoreLatch;
-use super::park::{Host, Park};
+use super::park::{GuestRuntime, Park};
 use super::state::{Blocked, SleepState};
 use super::watcher_park::WatcherPark;
 use crate::sync::{fence, yield_now, AtomicBool, AtomicUsize, Ordering};
@@ -328,7 +328,7 @@ impl SleepManager {
         latch: &CoreLatch,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
-        host: Option<&dyn Host>,
+        guest: Option<&dyn GuestRuntime>,
     ) -> Round {
         if idle_state.rounds < ROUNDS_UNTIL_SLEEPY {
             yield_now();
@@ -341,7 +341,7 @@ impl SleepManager {
             Round::GotSleepy
         } else {
             debug_assert_eq!(idle_state.rounds, ROUNDS_UNTIL_SLEEPING);
-            if self.sleep(idle_state, latch, has_injected_jobs, wakers, host) {
+            if self.sleep(idle_state, latch, has_injected_jobs, wakers, guest) {
                 Round::Slept
             } else {
                 Round::StayedAwake
@@ -366,7 +366,7 @@ impl SleepManager {
         latch: &CoreLatch,
         has_injected_jobs: impl FnOnce() -> bool,
         wakers: &mut Vec<Waker>,
-        host: Option<&dyn Host>,
+        guest: Option<&dyn GuestRuntime>,
     ) -> bool {
         let worker_index = idle_state.worker_index;
 
@@ -437,9 +437,9 @@ impl SleepManager {
                 .driver
                 .as_deref()
                 .filter(|_| self.driver_enabled.load(Ordering::SeqCst));
-            // A sleeper whose thread hosts a runtime sleeps in it, and the
-            // driver's sleeper has the host watch the driver for it.
-            let host = host.filter(|h| h.can_block());
+            // A sleeper whose thread hosts a guest runtime sleeps in it, and the
+            // driver's sleeper has the guest runtime watch the driver for it.
+            let guest = guest.filter(|h| h.can_block());
             let driver = driver.filter(|d| self.acquire_driver(worker_index, *d));
             // No longer active: under our sleep lock, after the final
             // check, so a poster that injected work before it slept was
@@ -453,16 +453,20 @@ impl SleepManager {
                     driver.pool_quiet();
                 }
             }
-            match (driver, host) {
-                (Some(driver), Some(host)) => {
+            match (driver, guest) {
+                (Some(driver), Some(guest)) => {
                     // As in the driver: it may end the sleep itself.
-                    sleep_state.block_in_host(is_blocked, host, Some(wakers), before_wait, || {
-                        self.blocked_sleeper_left()
-                    });
+                    sleep_state.block_in_guest(
+                        is_blocked,
+                        guest,
+                        Some(wakers),
+                        before_wait,
+                        || self.blocked_sleeper_left(),
+                    );
                     driver.release();
                 }
-                (None, Some(host)) => {
-                    sleep_state.block_in_host(is_blocked, host, None, before_wait, || ());
+                (None, Some(guest)) => {
+                    sleep_state.block_in_guest(is_blocked, guest, None, before_wait, || ());
                 }
                 (Some(driver), None) => {
                     // The driver may end the sleep itself: it counts that as
@@ -530,7 +534,7 @@ impl SleepManager {
 
     /// A busy worker released the driver after a poll without blocking,
     /// and goes back to its tasks: if a sleeper found the driver held
-    /// meanwhile and blocked on its condvar (or in its host), nobody
+    /// meanwhile and blocked on its condvar (or in its guest runtime), nobody
     /// watches I/O and timers now. Wake it: it searches, and goes back to
     /// sleep in the driver. Returns the workers woken (0 or 1).
     pub(crate) fn driver_released(&self) -> usize {

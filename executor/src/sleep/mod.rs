@@ -22,7 +22,7 @@
 //! | `counters.rs` | `AtomicCounters`: sleeping / inactive / JEC packed in one `u64` |
 //! | `state.rs` | `SleepState`: the lock, condvar and blocked flag one thread sleeps on |
 //! | `latch.rs` | `CoreLatch` (four states) and `ThreadLatch` (a latch with its own sleep state) |
-//! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in; `Host`: a runtime a sleeper drives while it sleeps |
+//! | `park.rs` | `Park`: what a sleeper needs of the I/O driver it blocks in; `GuestRuntime`: a runtime a sleeper drives while it sleeps |
 //! | `watcher_park.rs` | `WatcherPark`: where the watcher thread parks while every worker sleeps |
 //! | `deadlock.rs` | `DeadlockDetector`: active and blocked workers, the deadlock handler |
 //! | `inbox.rs` | `Inbox`: work pinned to one worker, posted from other threads; why its wake is not lost |

@@ -46,27 +46,27 @@ pub(crate) trait Park: Send + Sync + Debug {
 /// place of its condvar: with `tokio-compat`, each worker's own tokio
 /// runtime (`scheduler/tokio_compat.rs`), so that tokio's tasks and I/O on
 /// that worker keep running while the pool counts it asleep. See
-/// README.md, "Sleeping in a host".
+/// README.md, "Sleeping in a guest runtime".
 ///
 /// # Contract
 ///
 /// * `block_on` polls `until` as a future on the calling thread (with the
-///   host's waker in its context) and returns once it is ready; between
-///   polls it may run the host's own work, and it polls `until` again
+///   guest runtime's waker in its context) and returns once it is ready; between
+///   polls it may run the guest runtime's own work, and it polls `until` again
 ///   whenever that waker is woken (and maybe spuriously).
 /// * With `driver` given, the caller holds the pool's I/O driver: while it
-///   waits, the host watches it too (readiness, due timers, `unpark`), and
+///   waits, the guest runtime watches it too (readiness, due timers, `unpark`), and
 ///   when a poll of it brings work it leaves their wakers in `driver` and
 ///   polls `until` with `brought_work` true, which then returns ready (the
 ///   caller wakes them, as its own work, after `block_on` returns).
-/// * Work the host runs meanwhile is not the sleeping worker's: it must not
+/// * Work the guest runtime runs meanwhile is not the sleeping worker's: it must not
 ///   see this thread as that worker (a spawn from it goes through the
 ///   injector and wakes a sleeper, maybe this one).
-pub(crate) trait Host {
-    /// Can this thread block in the host now? (Not from inside it.)
+pub(crate) trait GuestRuntime {
+    /// Can this thread block in the guest runtime now? (Not from inside it.)
     fn can_block(&self) -> bool;
 
-    /// Drive the host until `until` is ready; see the contract.
+    /// Drive the guest runtime until `until` is ready; see the contract.
     fn block_on(
         &self,
         driver: Option<&mut Vec<Waker>>,

@@ -1,28 +1,28 @@
 //! `SleepState`: the lock, the condvar and the blocked flag that one thread
 //! sleeps on, and the three ways it blocks (on its condvar, in the I/O
-//! driver, or in a host runtime that its thread drives meanwhile).
+//! driver, or in a guest runtime that its thread drives meanwhile).
 //!
 //! # Invariants
 //!
 //! * `is_blocked` is not `Blocked::No` exactly while its owner is committed
 //!   to sleep and not yet woken; it only changes under the lock. It says how
 //!   to wake the owner: notify its condvar, or unpark the driver it blocks in.
-//! * A waker clears the flag and notifies (or unparks, or wakes the host's
+//! * A waker clears the flag and notifies (or unparks, or wakes the guest runtime's
 //!   waker) under the lock, and the owner waits until the flag is clear: a
 //!   spurious return goes back to waiting, and a wake that lands before the
 //!   owner waits is not lost.
-//! * An owner blocked in a host (`block_in_host`) stores its host's waker
+//! * An owner blocked in a guest runtime (`block_in_guest`) stores its guest runtime's waker
 //!   under the lock, after it read the flag set, in the same critical
 //!   section: a waker that clears the flag later finds the waker and wakes
 //!   it; one that came before leaves the flag clear, and the owner's next
-//!   poll returns. The host's waker is the only way to end that wait.
+//!   poll returns. The guest runtime's waker is the only way to end that wait.
 //! * `sleeps`, `woke` and `self_wakes` are statistics written only by the
 //!   owner (a relaxed load and store, no read-modify-write): the sleeps it
 //!   began, the sleeps that ended, and the sleeps in the driver it ended
 //!   itself because the driver brought work. They are `std` atomics, not the `sync` shim's: no decision is
 //!   taken on them, so the loom models need not explore them.
 
-use super::park::{Host, Park};
+use super::park::{GuestRuntime, Park};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Poll, Waker};
@@ -44,10 +44,10 @@ pub(crate) enum Blocked {
 pub(crate) struct Asleep {
     /// Not `No` while the owner is committed to sleep and nobody woke it yet.
     pub(crate) how: Blocked,
-    /// The waker of the host runtime the owner blocks in (`block_in_host`),
+    /// The waker of the guest runtime the owner blocks in (`block_in_guest`),
     /// once it polled; the waker wakes it instead of notifying the condvar
     /// or unparking the driver.
-    host_waker: Option<Waker>,
+    guest_waker: Option<Waker>,
 }
 
 /// A lock, a condvar and how the owner is blocked: what one thread sleeps on.
@@ -69,7 +69,7 @@ impl SleepState {
         SleepState {
             is_blocked: Mutex::new(Asleep {
                 how: Blocked::No,
-                host_waker: None,
+                guest_waker: None,
             }),
             condvar: Condvar::new(),
             sleeps: AtomicU64::new(0),
@@ -174,23 +174,23 @@ impl SleepState {
         }
     }
 
-    /// Owner, holding the lock: mark itself blocked and drive `host` until
-    /// a waker clears the flag. The host runs its own work meanwhile
+    /// Owner, holding the lock: mark itself blocked and drive `guest` until
+    /// a waker clears the flag. The guest runtime runs its own work meanwhile
     /// (tokio's tasks and I/O, `tokio-compat`). The flag is read, and the
-    /// host's waker stored, under the lock on every poll; a waker wakes the
+    /// guest's waker stored, under the lock on every poll; a waker wakes the
     /// stored waker under the same lock (`wake_then`). The caller checked
-    /// `host.can_block()`. `before_wait` as in `block_after`.
+    /// `guest.can_block()`. `before_wait` as in `block_after`.
     ///
     /// With `driver` (the owner holds the driver) it is marked `InDriver`,
-    /// and the host watches the driver too: when a poll of it brings work
+    /// and the guest runtime watches the driver too: when a poll of it brings work
     /// (their wakers are in `wakers`) and no waker came, the owner clears
     /// the flag itself, counts a self-wake and calls `on_self_wake` under
     /// its lock, exactly as `block_in_driver` does. Else it is marked
     /// `OnCondvar` (which here only says "not the driver's sleeper").
-    pub(super) fn block_in_host(
+    pub(super) fn block_in_guest(
         &self,
         mut is_blocked: MutexGuard<'_, Asleep>,
-        host: &dyn Host,
+        guest: &dyn GuestRuntime,
         driver: Option<&mut Vec<Waker>>,
         before_wait: impl FnOnce(),
         on_self_wake: impl FnOnce(),
@@ -204,11 +204,11 @@ impl SleepState {
         drop(is_blocked);
         before_wait();
         let mut on_self_wake = Some(on_self_wake);
-        host.block_on(driver, &mut |cx, brought_work| {
+        guest.block_on(driver, &mut |cx, brought_work| {
             let mut is_blocked = self.lock();
             if is_blocked.how == Blocked::No {
                 // A waker took us off the sleeping count.
-                is_blocked.host_waker = None;
+                is_blocked.guest_waker = None;
                 return Poll::Ready(());
             }
             if brought_work {
@@ -219,15 +219,15 @@ impl SleepState {
             }
             // Test-only: store the waker in a critical section of its own,
             // after the flag was read: a wake in between is lost, and the
-            // host model must find it (`scripts/loom`).
-            #[cfg(pool_loom_split_host_waker)]
+            // guest runtime model must find it (`scripts/loom`).
+            #[cfg(pool_loom_split_guest_waker)]
             {
                 drop(is_blocked);
                 is_blocked = self.lock();
             }
-            match &is_blocked.host_waker {
+            match &is_blocked.guest_waker {
                 Some(w) if w.will_wake(cx.waker()) => {}
-                _ => is_blocked.host_waker = Some(cx.waker().clone()),
+                _ => is_blocked.guest_waker = Some(cx.waker().clone()),
             }
             Poll::Pending
         });
@@ -239,7 +239,7 @@ impl SleepState {
     /// sleeping count) and counts a self-wake.
     fn woke_itself(&self, is_blocked: &mut Asleep, on_self_wake: impl FnOnce()) {
         is_blocked.how = Blocked::No;
-        is_blocked.host_waker = None;
+        is_blocked.guest_waker = None;
         on_self_wake();
         bump(&self.self_wakes);
     }
@@ -251,9 +251,9 @@ impl SleepState {
 
     /// Wake the owner if it is blocked in a way `which` accepts and, still
     /// holding its lock, run `on_woken`. True if it was woken. An owner
-    /// blocked in a host is woken through the host's waker it stored, one
+    /// blocked in a guest runtime is woken through the guest runtime's waker it stored, one
     /// blocked in the driver through `driver`. (An owner marked blocked in a
-    /// host that has not polled yet has stored no waker: the notify or
+    /// guest that has not polled yet has stored no waker: the notify or
     /// unpark then finds nobody, and its first poll sees the flag clear.)
     pub(super) fn wake_then(
         &self,
@@ -267,8 +267,8 @@ impl SleepState {
             return false;
         }
         is_blocked.how = Blocked::No;
-        if let Some(waker) = is_blocked.host_waker.take() {
-            // Blocked in a host: its waker is what ends the wait.
+        if let Some(waker) = is_blocked.guest_waker.take() {
+            // Blocked in a guest runtime: its waker is what ends the wait.
             waker.wake();
             on_woken();
             return true;

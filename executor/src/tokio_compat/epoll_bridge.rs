@@ -1,6 +1,6 @@
 //! Feature `tokio-compat`: the pool's I/O driver watched from a tokio
 //! reactor. A worker that sleeps in its runtime (`tokio_compat.rs`,
-//! `sleep/README.md`, "Sleeping in a host") while it holds the pool's
+//! `sleep/README.md`, "Sleeping in a guest runtime") while it holds the pool's
 //! driver cannot block in the driver: the runtime's reactor watches the
 //! driver's epoll descriptor (readable while events wait in it, and after
 //! an `unpark`) and a tokio timer at the driver's next deadline, and the

@@ -40,8 +40,8 @@
 //!   alive (`wake_inside`), so that a wake of one of them is a push onto
 //!   the runtime's own queue, not a write to its eventfd.
 //! * **Asleep**, the worker blocks inside its runtime
-//!   ([`Host`](crate::sleep::Host), `sleep/README.md`, "Sleeping in a
-//!   host"): tokio's reactor wait covers tokio's sockets and timers, and a
+//!   ([`GuestRuntime`](crate::sleep::park::GuestRuntime), `sleep/README.md`, "Sleeping in a
+//!   guest runtime"): tokio's reactor wait covers tokio's sockets and timers, and a
 //!   sleep-protocol wake wakes the runtime's `block_on` future. The
 //!   sleeper that holds the pool's driver also has its runtime watch the
 //!   pool's epoll descriptor and next timer (`epoll_bridge.rs`); when they

@@ -130,7 +130,7 @@ impl Drop for Lent<'_> {
 /// handed to it (`WorkerRuntime::run_busy`), so that stepping aside for tokio
 /// is a push onto its queue, not a wake of the `block_on` future (a write
 /// to the runtime's eventfd and a driver poll each). Spawned when the
-/// worker's host is made; never completes (it is dropped with the
+/// worker's runtime is made; never completes (it is dropped with the
 /// runtime), so it is one of the runtime's alive tasks, which
 /// `alive_tasks` does not count.
 pub(super) struct Runner(pub(super) Rc<Handover>);

@@ -96,7 +96,7 @@ impl TokioRuntimes {
         self.peers[index].metrics.worker_total_busy_duration(0)
     }
 
-    /// Every runtime's handle and metrics, for a worker's host.
+    /// Every runtime's handle and metrics, for a worker's runtime.
     pub(crate) fn peers(&self) -> Arc<[Peer]> {
         Arc::clone(&self.peers)
     }

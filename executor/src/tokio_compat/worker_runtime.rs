@@ -1,6 +1,6 @@
 //! `WorkerRuntime`: a worker's own tokio runtime (feature `tokio-compat`),
 //! driven by the worker: its busy periods run inside it, it gives the
-//! runtime turns, its sleeps block in it (`sleep/park.rs`'s `Host`), and
+//! runtime turns, its sleeps block in it (`sleep/park.rs`'s `GuestRuntime`), and
 //! it balances tokio tasks with the other workers' runtimes. See `mod.rs`
 //! for what runs where.
 
@@ -10,7 +10,7 @@ use super::runtimes::{alive_tasks, Peer};
 use crate::context::pool_cells;
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::registry::Registry;
-use crate::sleep::park::Host;
+use crate::sleep::park::GuestRuntime;
 use crate::task::coarse_clock::coarse_now_ns;
 use std::cell::Cell;
 use std::future::poll_fn;
@@ -35,7 +35,7 @@ const TURN_INTERVAL: Duration = Duration::from_micros(250);
 /// enough that 32 WebSockets split within 18/14.
 const BALANCE_SLACK: usize = 4;
 
-/// A worker's runtime, driven by the worker: its busy turns and the host
+/// A worker's runtime, driven by the worker: its busy turns and the guest runtime
 /// of its sleeps. Lives on the worker's stack; shuts its runtime down when
 /// dropped.
 pub(crate) struct WorkerRuntime {
@@ -145,7 +145,7 @@ impl WorkerRuntime {
     fn runtime(&self) -> &Runtime {
         self.runtime
             .as_ref()
-            .expect("a worker's runtime lives as long as its host")
+            .expect("a worker's runtime lives as long as its guest runtime")
     }
 
     /// The time tokio's scheduler of this runtime spent running its tasks
@@ -360,7 +360,7 @@ impl WorkerRuntime {
     /// every 61 tasks, as on its own workers). When a step finds nothing
     /// to do the runner wakes the `block_on` future, which returns: one
     /// driver poll for the whole period (a woken `block_on` future never
-    /// blocks its thread: `sleep/README.md`, "Busy inside the host"). A
+    /// blocks its thread: `sleep/README.md`, "Busy inside the guest runtime"). A
     /// period that never steps aside never leaves the `block_on` future
     /// and costs the runtime nothing.
     ///
@@ -429,7 +429,7 @@ impl WorkerRuntime {
     }
 }
 
-impl Host for WorkerRuntime {
+impl GuestRuntime for WorkerRuntime {
     fn can_block(&self) -> bool {
         !self.inside.get()
     }
@@ -442,7 +442,7 @@ impl Host for WorkerRuntime {
         let holds_driver = driver.is_some();
         // Tokio's tasks that run in this sleep are this worker's busy time.
         let stats = self.registry.worker_stats(self.index);
-        stats.host_sleep_begins(self.tokio_busy());
+        stats.guest_sleep_begins(self.tokio_busy());
         let _count_busy = CountBusy(self);
         pool_cells::as_outsider(&self.registry, || {
             self.block_on_inside(async {
@@ -480,11 +480,12 @@ struct CountBusy<'a>(&'a WorkerRuntime);
 
 impl Drop for CountBusy<'_> {
     fn drop(&mut self) {
-        let host = self.0;
+        let runtime = self.0;
         // On the worker's own thread: it is the one asleep in its runtime.
-        host.registry
-            .worker_stats(host.index)
-            .host_sleep_ends(host.tokio_busy());
+        runtime
+            .registry
+            .worker_stats(runtime.index)
+            .guest_sleep_ends(runtime.tokio_busy());
     }
 }
 

@@ -128,7 +128,7 @@ pub(crate) struct WorkerThread {
     lane: WorkerLane,
     /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
     #[cfg(feature = "tokio-compat")]
-    host: Option<WorkerRuntime>,
+    guest: Option<WorkerRuntime>,
     /// `Builder::poll_time_histogram`: time each poll with this clock.
     time_polls: Option<TickRate>,
     /// Shares of the pool for the headers of tasks spawned here, and given
@@ -180,7 +180,7 @@ impl WorkerThread {
             local: LocalTasks::default(),
             lane: WorkerLane::new(registry.timeline_shared(), index),
             #[cfg(feature = "tokio-compat")]
-            host: WorkerRuntime::take(&registry, index),
+            guest: WorkerRuntime::take(&registry, index),
             time_polls: registry.poll_clock(),
             shares: Cell::new(0),
             polling: Cell::new(None),
@@ -521,9 +521,9 @@ impl WorkerThread {
         let start = self.trace_now();
         let timed = self.time_polls.map(|clock| (clock, clock.now()));
         // In another worker's tokio runtime's context while this one's has
-        // more than its share of tokio tasks (`WorkerHost::balance`).
+        // more than its share of tokio tasks (`WorkerRuntime::balance`).
         #[cfg(feature = "tokio-compat")]
-        let _elsewhere = self.host.as_ref().and_then(|h| h.enter_elsewhere());
+        let _elsewhere = self.guest.as_ref().and_then(|h| h.enter_elsewhere());
         // Panics of the task's future are caught inside `TaskFuture`. Each
         // poll has its own cooperative budget (`scheduler/coop.rs`).
         let forced_yield = coop::budgeted_ran_out(|| {
@@ -576,12 +576,12 @@ impl WorkerThread {
     /// What this worker sleeps in instead of its condvar: its tokio
     /// runtime (`tokio-compat`), if any.
     #[inline]
-    fn host(&self) -> Option<&dyn crate::sleep::park::Host> {
+    fn guest(&self) -> Option<&dyn crate::sleep::park::GuestRuntime> {
         #[cfg(feature = "tokio-compat")]
         {
-            self.host
+            self.guest
                 .as_ref()
-                .map(|h| h as &dyn crate::sleep::park::Host)
+                .map(|h| h as &dyn crate::sleep::park::GuestRuntime)
         }
         #[cfg(not(feature = "tokio-compat"))]
         {
@@ -594,9 +594,9 @@ impl WorkerThread {
     /// search that calls it is the hottest loop of the pool.
     #[cfg(feature = "tokio-compat")]
     #[inline(never)]
-    pub(super) fn turn_host(&self, periodic: bool) {
-        if let Some(host) = &self.host {
-            host.turn(periodic);
+    pub(super) fn turn_guest(&self, periodic: bool) {
+        if let Some(guest) = &self.guest {
+            guest.turn(periodic);
         }
     }
 
@@ -609,15 +609,15 @@ impl WorkerThread {
     /// A busy period: run `found`, then what the searches find, until a
     /// search finds nothing or `latch` is set. On a worker with a tokio
     /// runtime (`tokio-compat`) not inside it already, the period runs
-    /// inside the runtime (`WorkerHost::run_busy`), so that a
+    /// inside the runtime (`WorkerRuntime::run_busy`), so that a
     /// `tokio::spawn` or a wake of a tokio task by a pool task is a push
     /// onto the runtime's own queue, as on tokio's own workers, not a
     /// remote schedule (a lock and a write to its eventfd: 3.2 us of CPU
     /// per spawn against tokio's 0.7 in `ecosystem --only library_spawn`).
     fn run_busy(&self, found: &mut Option<Work>, latch: &CoreLatch) {
         #[cfg(feature = "tokio-compat")]
-        if let Some(host) = self.host.as_ref().filter(|h| h.can_enter()) {
-            host.run_busy(|| self.run_tasks(found, latch, || host.turn_wanted()));
+        if let Some(guest) = self.guest.as_ref().filter(|h| h.can_enter()) {
+            guest.run_busy(|| self.run_tasks(found, latch, || guest.turn_wanted()));
             return;
         }
         self.run_tasks(found, latch, || false);
@@ -733,7 +733,7 @@ impl WorkerThread {
                     latch,
                     || self.registry.has_injected_jobs() || self.has_inbox(),
                     &mut wakers,
-                    self.host(),
+                    self.guest(),
                 );
                 if self.lane.is_traced() && round != Round::Searched {
                     self.lane.round(round, start);
@@ -809,7 +809,7 @@ pub(crate) fn main_loop(
     // Its tokio runtime's context (`tokio-compat`), for the thread's life,
     // hooks included.
     #[cfg(feature = "tokio-compat")]
-    let _tokio = this.host.as_ref().map(|h| h.enter());
+    let _tokio = this.guest.as_ref().map(|h| h.enter());
     this.registry.thread_hooks().run_start();
     this.wait_until(&this.info().terminate);
     this.leave();

@@ -101,18 +101,18 @@ impl WorkerThread {
     /// Wake what a driver poll of this idle worker made ready (or a sleep
     /// in the driver ended with). With tokio tasks alive in its runtime
     /// (`tokio-compat`) some of the wakers may be theirs: they are woken
-    /// inside the runtime, in a turn (`WorkerHost::wake_inside`), where a
+    /// inside the runtime, in a turn (`WorkerRuntime::wake_inside`), where a
     /// wake of a tokio task is a push onto its own queue, not a remote
     /// schedule with a write to its eventfd. Returns how many of them were
     /// this pool's tasks.
     pub(super) fn wake_ready_idle(&self, wakers: &mut Vec<Waker>) -> usize {
         #[cfg(feature = "tokio-compat")]
-        if let Some(host) = self
-            .host
+        if let Some(guest) = self
+            .guest
             .as_ref()
             .filter(|h| !wakers.is_empty() && h.wakes_inside())
         {
-            return host.wake_inside(|| self.wake_ready(wakers));
+            return guest.wake_inside(|| self.wake_ready(wakers));
         }
         self.wake_ready(wakers)
     }
@@ -225,7 +225,7 @@ impl WorkerThread {
         }
         #[cfg(feature = "tokio-compat")]
         if periodic || (search && tick % TOKIO_QUEUE_INTERVAL == 0) {
-            self.turn_host(periodic);
+            self.turn_guest(periodic);
         }
         #[cfg(not(feature = "tokio-compat"))]
         let _ = search;
