@@ -102,6 +102,7 @@ pub mod task;
 // 3. The scheduler, and the context of the current thread.
 mod context;
 mod scheduler;
+mod seeded;
 mod tokio_compat;
 // 4. I/O, fork-join, seeing inside.
 mod inspect;
@@ -142,7 +143,7 @@ pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
 pub use scheduler::coop::{consume_budget, unconstrained};
-pub use scheduler::seed::SeedStrategy;
+pub use seeded::pool_seed::SeedStrategy;
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 
@@ -226,7 +227,7 @@ pub mod __private {
         body: impl Fn(&crate::pool::Pool) -> T,
     ) -> T {
         let count = match std::env::var("POOL_SEEDS") {
-            _ if std::env::var_os(crate::scheduler::seed::SEED_VAR).is_some() => 1,
+            _ if std::env::var_os(crate::seeded::pool_seed::SEED_VAR).is_some() => 1,
             Ok(v) if !v.trim().is_empty() => match v.trim().parse::<u64>() {
                 Ok(n) if n > 0 => n,
                 _ => panic!(

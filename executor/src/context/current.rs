@@ -60,7 +60,7 @@ pub(crate) fn try_current() -> Option<Arc<Registry>> {
 /// `what` (real I/O), so it refuses it before it starts.
 pub(crate) fn refuse_if_seeded(what: &str) -> std::io::Result<()> {
     match try_current().and_then(|r| r.seeded().map(|s| s.seed())) {
-        Some(seed) => Err(crate::scheduler::seed::no_real_io(seed, what)),
+        Some(seed) => Err(crate::seeded::pool_seed::no_real_io(seed, what)),
         None => Ok(()),
     }
 }

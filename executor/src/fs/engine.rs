@@ -17,7 +17,7 @@
 //! built with `Builder::io_uring(false)`.
 
 use crate::scheduler::registry::Registry;
-use crate::scheduler::seed::no_real_io;
+use crate::seeded::pool_seed::no_real_io;
 use crate::task::noting::note_wait;
 use crate::task::waits::{FileOp, Wait, WaitKind, NO_SITE};
 use std::future::Future;

@@ -29,7 +29,7 @@ use super::uring::Ring;
 use crate::scheduler::io_driver::Binding as DriverBinding;
 use crate::scheduler::io_driver::Bound as DriverBound;
 use crate::scheduler::io_driver::IoDriver;
-use crate::scheduler::seed::no_real_io;
+use crate::seeded::pool_seed::no_real_io;
 use crate::sleep::park::Park;
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};

@@ -8,7 +8,9 @@
 //!   range is an `io::Error` of kind `InvalidInput` that names the
 //!   `Builder` setter and the allowed range.
 
-use super::seed::{SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS, SEED_VAR};
+use crate::seeded::pool_seed::{
+    SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS, SEED_VAR,
+};
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::unwind::call_quietly;

@@ -20,8 +20,6 @@
 //! | `start.rs` | `start`: threads launched with a rollback guard |
 //! | `threads.rs` | `Threads`: the threads a shutdown joins |
 //! | `thread_name.rs` | each `ThreadKind` of thread's full name and the short one `ps` and `top` show |
-//! | `seed.rs` | `Seeded`: what the registry keeps of a seeded pool (seed, task-id block, schedule hash, its runner behind `Runner`); its `block_on` and `wait_until` as runs |
-//! | `seeded/` | `LogicalWorkers`: a seeded pool's runner, logical workers stepped on one thread in an order the seed picks, the clock's jumps, the deadlock report (its `README.md`) |
 //! | `shutdown.rs` | the shutdown, its six steps in order |
 //! | `shutdown_state.rs` | `ShutdownState`: what spawns read of a shutdown, and the workers' exits |
 //! | `global.rs` | the global pool |
@@ -36,8 +34,6 @@ pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod light_jobs;
 pub(crate) mod registry;
-pub(crate) mod seed;
-pub(crate) mod seeded;
 pub(crate) mod shutdown;
 pub(crate) mod shutdown_state;
 pub(crate) mod slot;

@@ -31,7 +31,6 @@ use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::{Driver, IoDriver};
 use super::light_jobs::LightJobs;
-use super::seed::Seeded;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::worker::WorkerThread;
@@ -42,6 +41,7 @@ use crate::inspect::ticks::TickRate;
 use crate::inspect::timeline::Timeline;
 use crate::join::job_ref::JobRef;
 use crate::scheduler::worker::search::steal_one;
+use crate::seeded::pool_seed::Seeded;
 use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::deadlock::DeadlockDetector;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
@@ -570,7 +570,7 @@ impl Registry {
     /// Is there work in the injector? This is the sleeper's final check: the
     /// `is_empty` of crossbeam's injector reads head and tail with `SeqCst`,
     /// the "ReadJob" of the fence argument.
-    pub(super) fn has_injected_jobs(&self) -> bool {
+    pub(crate) fn has_injected_jobs(&self) -> bool {
         !self.injector.is_empty()
     }
 

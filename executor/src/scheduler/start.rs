@@ -16,12 +16,12 @@
 use super::config::Config;
 use super::io_driver::{Driver, IoDriver};
 use super::registry::Registry;
-use super::seeded::LogicalWorkers;
 use super::shutdown::shutdown;
 use super::threads::Threads;
 use super::watcher::{self, Look};
 use super::worker;
 use crate::context::thread_kind::ThreadKind;
+use crate::seeded::logical_workers::LogicalWorkers;
 #[cfg(feature = "tokio-compat")]
 use crate::tokio_compat::runtimes::TokioRuntimes;
 use crossbeam_deque::Worker;

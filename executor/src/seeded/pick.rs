@@ -10,8 +10,8 @@
 //!   past its `steps`, one per step as `Random` does: a run's choices
 //!   depend on the seed and the steps taken alone.
 
-use crate::scheduler::seed::SeedStrategy;
 use crate::scheduler::worker::search::XorShift64Star;
+use crate::seeded::pool_seed::SeedStrategy;
 
 /// The actors a run can pick from: `n` workers, the waiter, the blocking
 /// thread.

@@ -39,17 +39,15 @@
 //!   timer; with no timer pending, nothing can ever wake the waiter, and
 //!   the run panics saying so (a deadlock a real pool would hang on).
 
+use super::pick::{self, Pick};
 use crate::context::pool_cells;
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::registry::Registry;
-pub(crate) mod pick;
-
-use crate::scheduler::seed::{Runner, Waiter};
 use crate::scheduler::worker::search::XorShift64Star;
 use crate::scheduler::worker::{Work, WorkerThread};
+use crate::seeded::pool_seed::{Runner, Waiter};
 use crate::task::future::cancel;
 use parking_lot::ReentrantMutex;
-use pick::Pick;
 use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
