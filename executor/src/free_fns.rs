@@ -11,8 +11,6 @@ use crate::task::task_builder::Builder as TaskBuilder;
 use std::future::Future;
 use std::io;
 use std::panic::Location;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 /// Spawn a task onto the current pool (see the crate docs).
 ///
@@ -228,44 +226,6 @@ pub fn mark_unblocked() {
     crate::context::plain_cells::forbid_in_deadlock_handler("mark_unblocked");
     if let Some(worker) = pool_cells::worker() {
         worker.mark_blocked(false);
-    }
-}
-
-/// Give the worker to the other runnable tasks once: the task is queued
-/// behind them and polled again after they had their turn.
-///
-/// # Examples
-///
-/// ```
-/// let pool = pool::Pool::new().unwrap();
-/// pool.block_on(pool.spawn(async {
-///     for _ in 0..3 {
-///         pool::yield_now().await;
-///     }
-/// }))
-/// .unwrap();
-/// ```
-pub async fn yield_now() {
-    YieldNow { yielded: false }.await
-}
-
-/// The future of [`yield_now`]: pending once, having woken itself.
-struct YieldNow {
-    yielded: bool,
-}
-
-impl Future for YieldNow {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.yielded {
-            return Poll::Ready(());
-        }
-        self.yielded = true;
-        // Woken while running: the schedule function puts the task at the
-        // back of its worker's queue.
-        cx.waker().wake_by_ref();
-        Poll::Pending
     }
 }
 

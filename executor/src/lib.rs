@@ -131,9 +131,7 @@ mod models;
 pub use builder::Builder;
 pub use context::pool_cells::task_id;
 pub use context::thread_kind::ThreadKind;
-pub use free_fns::{
-    block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, yield_now,
-};
+pub use free_fns::{block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local};
 pub use handle::{EnterGuard, Handle};
 pub use inspect::{
     Bucket, Histogram, Metrics, Stall, TaskDump, TaskInfo, TaskState, WaitPoint, WorkerMetrics,
@@ -142,7 +140,7 @@ pub use join::{join, scope, Scope};
 pub use join_set::JoinSet;
 pub use pool::Pool;
 pub use pool_macros::{main, test};
-pub use scheduler::coop::{consume_budget, unconstrained};
+pub use scheduler::coop::{consume_budget, unconstrained, yield_now};
 pub use seeded::pool_seed::SeedStrategy;
 pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};

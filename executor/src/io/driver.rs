@@ -21,9 +21,7 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
-use super::pool_clock::PoolClock;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
-use super::timers::Timers;
 #[cfg(target_os = "linux")]
 use super::uring::Ring;
 use crate::scheduler::io_driver::Binding as DriverBinding;
@@ -31,6 +29,8 @@ use crate::scheduler::io_driver::Bound as DriverBound;
 use crate::scheduler::io_driver::IoDriver;
 use crate::seeded::pool_seed::no_real_io;
 use crate::sleep::park::Park;
+use crate::time::pool_clock::PoolClock;
+use crate::time::timers::Timers;
 use mio::event::Source;
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
@@ -113,9 +113,9 @@ pub(crate) struct Driver {
     sources: Mutex<Sources>,
     /// Registered sources, a hint for the busy workers' polls.
     num_sources: AtomicUsize,
-    pub(super) timers: Timers,
+    timers: Timers,
     /// The pool's time, which the timers' deadlines are in (`pool_clock.rs`).
-    pub(crate) clock: PoolClock,
+    clock: PoolClock,
     /// The pool's tasks did I/O since the clock last jumped (noted only
     /// while it is paused; `did_io`).
     io_since_jump: AtomicBool,
@@ -197,6 +197,24 @@ impl IoDriver for Driver {
         self.clock.now()
     }
 
+    fn clock(&self) -> &PoolClock {
+        &self.clock
+    }
+
+    fn timers(&self) -> &Timers {
+        &self.timers
+    }
+
+    #[inline]
+    fn timer_shard(&self) -> usize {
+        self.timers
+            .shard_of(crate::context::current::worker_index_of(self))
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
     fn ring_ops(&self) -> Option<u64> {
         #[cfg(target_os = "linux")]
         return self
@@ -265,18 +283,6 @@ impl IoDriver for Driver {
 }
 
 impl Driver {
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
-    }
-
-    /// The timer shard of the calling thread: its own if it is one of this
-    /// pool's workers, else the shared one (`timers.rs`).
-    #[inline]
-    pub(crate) fn timer_shard(&self) -> usize {
-        self.timers
-            .shard_of(crate::context::current::worker_index_of(self))
-    }
-
     /// Acquisitions of a timer shard's lock by another thread than the
     /// shard's (`Timers::foreign_locks`).
     #[cfg(test)]
@@ -568,39 +574,6 @@ impl Driver {
         }
     }
 
-    /// Pause the pool's clock (`pool::time::pause`); the holder decides its
-    /// wait again. False if it was paused.
-    pub(crate) fn pause_clock(&self) -> bool {
-        let paused = self.clock.pause();
-        self.unpark();
-        paused
-    }
-
-    /// Let the pool's clock run again; false if it was running. The
-    /// holder's wait becomes real time again.
-    pub(crate) fn resume_clock(&self) -> bool {
-        if let Some(seed) = self.seed {
-            panic!(
-                "pool::time::resume: a seeded pool's clock stays paused (seed {seed}): the \
-                 OS clock would decide its timers and no seed could replay them; move it \
-                 with pool::time::advance, or build the pool without Builder::seed"
-            );
-        }
-        let resumed = self.clock.resume();
-        self.unpark();
-        resumed
-    }
-
-    /// Move the paused clock by `by` and fire the timers due by then into
-    /// `wakers`; false if the clock is running.
-    pub(crate) fn advance_clock(&self, by: Duration, wakers: &mut Vec<Waker>) -> bool {
-        let Some(now) = self.clock.advance(by) else {
-            return false;
-        };
-        self.timers.fire_all(self.timer_shard(), now, wakers);
-        true
-    }
-
     /// The OS poll failed (not interrupted): report it once and shut down,
     /// rather than spin on the error. Sockets then fail, timers complete.
     #[cold]
@@ -661,7 +634,7 @@ pub(crate) fn shut_down_error() -> io::Error {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::io::timers::Inserted;
+    use crate::time::timers::Inserted;
 
     /// A paused driver that nothing can wake but an unpark: no sources, no
     /// timers, a quiet pool. Its holder parks on a thread of its own; the

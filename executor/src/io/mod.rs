@@ -8,26 +8,20 @@
 //! descriptor there (a pipe, an eventfd, inotify, a netlink socket).
 //!
 //! (Inside the crate this module is the driver itself, a floor above the
-//! scheduler: `README.md` beside this file describes who polls it when, and
-//! why no readiness and no wakeup is lost. Its files: `driver.rs`, the
-//! epoll instance, the source slots, polling and dispatching, shutdown;
-//! `scheduled_io.rs`, one source's readiness and waiters;
-//! `poll_evented.rs`, a registered source and `poll_io`, the try-then-wait
-//! loop of every socket, pipe and descriptor operation; `async_fd.rs`,
-//! `Async`; `timers.rs`, the timer store, a shard per worker; `deadlines.rs`, what
-//! the shards publish to the driver's sleeper; `timer_entry.rs`, one timer of
-//! it, as `time::Sleep` holds it; `tokio_io.rs`, tokio's I/O traits on
-//! every stream, feature `tokio-io`; `uring.rs`, the io_uring of
-//! `pool::fs`; `pool_clock.rs`, the pool's time, pausable.)
+//! scheduler and the timers: `README.md` beside this file describes who
+//! polls it when, and why no readiness and no wakeup is lost. Its files:
+//! `driver.rs`, the epoll instance, the source slots, polling and
+//! dispatching, shutdown; `scheduled_io.rs`, one source's readiness and
+//! waiters; `poll_evented.rs`, a registered source and `poll_io`, the
+//! try-then-wait loop of every socket, pipe and descriptor operation;
+//! `async_fd.rs`, `Async`; `tokio_io.rs`, tokio's I/O traits on every
+//! stream, feature `tokio-io`; `uring.rs`, the io_uring of `pool::fs`. The
+//! timer store the driver fires, and the pool's clock, are in `time/`.)
 
 pub(crate) mod async_fd;
-pub(crate) mod deadlines;
 pub(crate) mod driver;
 pub(crate) mod poll_evented;
-pub(crate) mod pool_clock;
 pub(crate) mod scheduled_io;
-pub(crate) mod timer_entry;
-pub(crate) mod timers;
 #[cfg(feature = "tokio-io")]
 pub(crate) mod tokio_io;
 #[cfg(target_os = "linux")]

@@ -17,8 +17,8 @@
 //! A timer of the shared shard (the threads that are not workers: nobody
 //! attends it) is handed over by its insert alone.
 
-use crate::io::deadlines::Deadlines;
 use crate::sync::{AtomicBool, Ordering};
+use crate::time::deadlines::Deadlines;
 use loom::sync::Arc;
 use loom::thread;
 use std::sync::atomic::AtomicUsize;

@@ -1,5 +1,6 @@
 //! The cooperative budget: how many operations a task may complete in one
-//! poll before pool's own futures make it yield.
+//! poll before pool's own futures make it yield; and `yield_now`, a
+//! task's own yield.
 //!
 //! A task whose socket is always ready never sees `Pending`, so without a
 //! budget it would keep its worker from every task queued behind it. Each
@@ -183,4 +184,42 @@ impl<F: Future> Future for Unconstrained<F> {
 /// ```
 pub async fn unconstrained<F: Future>(future: F) -> F::Output {
     Unconstrained { future }.await
+}
+
+/// Give the worker to the other runnable tasks once: the task is queued
+/// behind them and polled again after they had their turn.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Pool::new().unwrap();
+/// pool.block_on(pool.spawn(async {
+///     for _ in 0..3 {
+///         pool::yield_now().await;
+///     }
+/// }))
+/// .unwrap();
+/// ```
+pub async fn yield_now() {
+    YieldNow { yielded: false }.await
+}
+
+/// The future of [`yield_now`]: pending once, having woken itself.
+struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        // Woken while running: the schedule function puts the task at the
+        // back of its worker's queue.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
 }

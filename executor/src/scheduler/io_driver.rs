@@ -12,6 +12,8 @@
 //! while no file of the scheduler imports `io/`.
 
 use crate::sleep::park::Park;
+use crate::time::pool_clock::PoolClock;
+use crate::time::timers::Timers;
 use std::io;
 use std::task::Waker;
 
@@ -35,6 +37,20 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// The pool's time, paused or not (`pool::time::Instant::now`): what
     /// the live-task dump measures a timer's time left against.
     fn now(&self) -> std::time::Instant;
+
+    /// The pool's clock (`time/pool_clock.rs`), which the driver's park
+    /// reads and a paused clock's jump moves.
+    fn clock(&self) -> &PoolClock;
+
+    /// The pool's timer store (`time/timers.rs`), which the driver fires.
+    fn timers(&self) -> &Timers;
+
+    /// The timer shard of the calling thread: its own if it is one of this
+    /// pool's workers, else the shared one (`time/timers.rs`).
+    fn timer_shard(&self) -> usize;
+
+    /// Has the driver shut down (its pool is gone: timers complete at once)?
+    fn is_shut_down(&self) -> bool;
 
     /// File operations completed on the driver's io_uring so far, if it has
     /// one (`Metrics::fs_ring_ops`, `fs_engine`).

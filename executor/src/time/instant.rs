@@ -1,8 +1,10 @@
 //! The pool's clock as users read and stop it: [`Instant`], [`pause`],
-//! [`resume`], [`advance`]. The clock itself is the driver's
-//! (`io/pool_clock.rs`); the jump of a paused clock is the driver's sleeper's
+//! [`resume`], [`advance`]. The clock itself is `pool_clock.rs`'s, held by
+//! the driver; the jump of a paused clock is the driver's sleeper's
 //! (`io/driver.rs`, `sleep/activity.rs`).
 
+use crate::scheduler::io_driver::IoDriver;
+use crate::sleep::park::Park;
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 use std::time::Duration;
@@ -37,7 +39,7 @@ impl Instant {
     pub fn now() -> Instant {
         Instant(crate::context::current::with_current_driver(
             |driver| match driver {
-                Some(driver) => driver.clock.now(),
+                Some(driver) => driver.clock().now(),
                 None => std::time::Instant::now(),
             },
         ))
@@ -186,7 +188,9 @@ fn current_driver<R>(what: &str, f: impl FnOnce(&crate::scheduler::io_driver::Dr
 #[track_caller]
 pub fn pause() {
     current_driver("pause", |driver| {
-        driver.pause_clock();
+        driver.clock().pause();
+        // The holder decides its wait again.
+        driver.unpark();
     });
 }
 
@@ -198,9 +202,19 @@ pub fn pause() {
 /// Outside a pool, and if the clock is not paused.
 #[track_caller]
 pub fn resume() {
+    if let Some(seed) = crate::context::current::with_current(|r| r.seeded().map(|s| s.seed())) {
+        panic!(
+            "pool::time::resume: a seeded pool's clock stays paused (seed {seed}): the \
+             OS clock would decide its timers and no seed could replay them; move it \
+             with pool::time::advance, or build the pool without Builder::seed"
+        );
+    }
     current_driver("resume", |driver| {
+        let resumed = driver.clock().resume();
+        // The holder's wait becomes real time again.
+        driver.unpark();
         assert!(
-            driver.resume_clock(),
+            resumed,
             "pool::time::resume: the pool's clock is not paused (pause it first with \
              `pool::time::pause()` or `Builder::start_paused(true)`)"
         );
@@ -234,12 +248,18 @@ pub fn resume() {
 pub async fn advance(by: Duration) {
     let mut wakers = Vec::new();
     current_driver("advance", |driver| {
+        // Move the paused clock by `by` and fire the timers due by then.
+        let advanced = driver.clock().advance(by).map(|now| {
+            driver
+                .timers()
+                .fire_all(driver.timer_shard(), now, &mut wakers)
+        });
         assert!(
-            driver.advance_clock(by, &mut wakers),
+            advanced.is_some(),
             "pool::time::advance: the pool's clock is not paused (pause it first with \
              `pool::time::pause()` or `Builder::start_paused(true)`)"
         );
     });
     wakers.into_iter().for_each(std::task::Waker::wake);
-    crate::free_fns::yield_now().await;
+    crate::scheduler::coop::yield_now().await;
 }

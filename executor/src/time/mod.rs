@@ -75,10 +75,10 @@
 //! }
 //! ```
 
-use crate::io::timer_entry::TimerEntry;
 use crate::scheduler::coop;
 use crate::task::noting::note_wait;
 use crate::task::waits::{self, Wait, WaitKind};
+use crate::time::timer_entry::TimerEntry;
 use futures::Stream;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -87,9 +87,13 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+pub(crate) mod deadlines;
 pub(crate) mod instant;
+pub(crate) mod pool_clock;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
+pub(crate) mod timer_entry;
+pub(crate) mod timers;
 
 pub use instant::{advance, pause, resume, Instant};
 

@@ -9,7 +9,8 @@
 
 use super::{sleep, timeout};
 use crate::builder::Builder;
-use crate::free_fns::{spawn, spawn_local, yield_now};
+use crate::free_fns::{spawn, spawn_local};
+use crate::scheduler::coop::yield_now;
 use crate::time::instant::advance;
 use crate::time::instant::Instant;
 use std::cell::Cell;

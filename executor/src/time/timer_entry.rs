@@ -12,8 +12,8 @@
 //! * A deadline is never early: `poll_until` is ready only once `deadline`
 //!   has passed, or the driver shut down (the pool is gone).
 
-use super::driver::Driver;
 use super::timers::{Inserted, TimerKey};
+use crate::scheduler::io_driver::{Driver, IoDriver};
 use crate::sleep::park::Park;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -36,7 +36,7 @@ impl TimerEntry {
 
     /// The time on the clock of the entry's pool.
     pub(crate) fn now(&self) -> Instant {
-        self.driver.clock.now()
+        self.driver.clock().now()
     }
 
     /// Is a timer registered?
@@ -47,7 +47,9 @@ impl TimerEntry {
     /// Take the timer out of the store, if one is registered.
     pub(crate) fn cancel(&mut self) {
         if let Some((key, _)) = self.registered.take() {
-            self.driver.timers.remove(|| self.driver.timer_shard(), key);
+            self.driver
+                .timers()
+                .remove(|| self.driver.timer_shard(), key);
         }
     }
 
@@ -58,7 +60,7 @@ impl TimerEntry {
             self.cancel();
             return Poll::Ready(());
         }
-        let timers = &self.driver.timers;
+        let timers = self.driver.timers();
         match &mut self.registered {
             None => match timers.insert(self.driver.timer_shard(), deadline, cx.waker().clone()) {
                 Inserted::Yes { key, unpark } => {
