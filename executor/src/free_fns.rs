@@ -5,6 +5,7 @@
 
 use crate::context::pool_cells;
 use crate::handle::Handle;
+use crate::scheduler::spawn::{spawn_blocking_task, spawn_local_task, spawn_task_on};
 // Named apart from the pool's `Builder` (`builder.rs`), which it is not.
 use crate::task::join_handle::JoinHandle;
 use crate::task::task_builder::Builder as TaskBuilder;
@@ -48,7 +49,7 @@ where
     F::Output: Send + 'static,
 {
     crate::context::current::with_current_worker(|registry, worker| {
-        registry.spawn_on(future, at, name, worker)
+        spawn_task_on(&registry, future, at, name, worker)
     })
 }
 
@@ -100,7 +101,7 @@ where
 {
     let at = std::panic::Location::caller();
     match pool_cells::worker() {
-        Some(worker) => worker.registry().spawn_local(worker, future, at, None),
+        Some(worker) => spawn_local_task(worker.registry(), worker, future, at, None),
         None => panic!("{}", OFF_WORKER),
     }
 }
@@ -170,7 +171,7 @@ where
     R: Send + 'static,
 {
     let at = std::panic::Location::caller();
-    crate::context::current::with_current(|registry| registry.spawn_blocking(f, at, None))
+    crate::context::current::with_current(|registry| spawn_blocking_task(registry, f, at, None))
 }
 
 /// Tell the pool that this worker thread is about to block in user code
@@ -291,7 +292,8 @@ impl<'a> TaskBuilder<'a> {
         F::Output: Send + 'static,
     {
         let registry = &handle.registry;
-        Ok(registry.spawn_on(
+        Ok(spawn_task_on(
+            &registry,
             future,
             Location::caller(),
             self.name,
@@ -331,7 +333,13 @@ impl<'a> TaskBuilder<'a> {
     {
         let at = Location::caller();
         match pool_cells::worker() {
-            Some(worker) => Ok(worker.registry().spawn_local(worker, future, at, self.name)),
+            Some(worker) => Ok(spawn_local_task(
+                worker.registry(),
+                worker,
+                future,
+                at,
+                self.name,
+            )),
             None => Err(io::Error::other(OFF_WORKER)),
         }
     }
@@ -360,7 +368,7 @@ impl<'a> TaskBuilder<'a> {
     {
         let at = Location::caller();
         Ok(crate::context::current::with_current(|registry| {
-            registry.spawn_blocking(f, at, self.name)
+            spawn_blocking_task(registry, f, at, self.name)
         }))
     }
 }

@@ -5,7 +5,9 @@ use crate::inspect::dump::{self, TaskInfo};
 use crate::inspect::metrics::Metrics;
 use crate::inspect::metrics::WorkerMetrics;
 use crate::inspect::poll_times::Histogram;
+use crate::inspect::snapshot;
 use crate::scheduler::registry::Registry;
+use crate::scheduler::spawn::{spawn_blocking_task, spawn_task};
 use crate::task::join_handle::JoinHandle;
 use std::fmt;
 use std::future::Future;
@@ -118,7 +120,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.registry.spawn(future, Location::caller())
+        spawn_task(&self.registry, future, Location::caller())
     }
 
     /// Run a blocking closure on the pool's blocking threads; see
@@ -137,7 +139,7 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        self.registry.spawn_blocking(f, Location::caller(), None)
+        spawn_blocking_task(&self.registry, f, Location::caller(), None)
     }
 
     /// The seed of a seeded pool; see [`Pool::seed`](crate::Pool::seed).
@@ -160,18 +162,18 @@ impl Handle {
     /// assert_eq!(pool.handle().metrics().workers, 2);
     /// ```
     pub fn metrics(&self) -> Metrics {
-        self.registry.metrics()
+        snapshot::metrics(&self.registry)
     }
 
     /// Each worker's counters; see [`Pool::worker_metrics`](crate::Pool::worker_metrics).
     pub fn worker_metrics(&self) -> Vec<WorkerMetrics> {
-        self.registry.worker_metrics()
+        snapshot::worker_metrics(&self.registry)
     }
 
     /// The poll-time histogram; see
     /// [`Pool::poll_time_histogram`](crate::Pool::poll_time_histogram).
     pub fn poll_time_histogram(&self) -> Histogram {
-        self.registry.poll_time_histogram()
+        snapshot::poll_time_histogram(&self.registry)
     }
 
     /// Where the pool serves tokio-console; see
@@ -220,7 +222,7 @@ impl futures::task::Spawn for Handle {
             return Err(futures::task::SpawnError::shutdown());
         }
         // Dropping the handle detaches the task.
-        drop(self.registry.spawn(future, Location::caller()));
+        drop(spawn_task(&self.registry, future, Location::caller()));
         Ok(())
     }
 

@@ -201,7 +201,7 @@ impl Collector for PoolCollector {
         )?;
 
         if self.handle.registry.poll_clock().is_some() {
-            let (histogram, total) = self.handle.registry.poll_times();
+            let (histogram, total) = crate::inspect::snapshot::poll_times(&self.handle.registry);
             poll_times(e, &histogram, total)?;
         }
         Ok(())

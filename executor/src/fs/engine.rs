@@ -17,6 +17,7 @@
 //! built with `Builder::io_uring(false)`.
 
 use crate::scheduler::registry::Registry;
+use crate::scheduler::spawn::run_batched;
 use crate::seeded::pool_seed::no_real_io;
 use crate::task::noting::note_wait;
 use crate::task::waits::{FileOp, Wait, WaitKind, NO_SITE};
@@ -112,11 +113,14 @@ impl Engine {
                 _hold: hold,
             };
         }
-        self.registry.run_batched(Box::new(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-            // The owner may be gone (its future dropped): nothing to tell.
-            let _ = tx.send(result);
-        }));
+        run_batched(
+            &self.registry,
+            Box::new(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                // The owner may be gone (its future dropped): nothing to tell.
+                let _ = tx.send(result);
+            }),
+        );
         Blocking {
             rx,
             wait: self.wait,
@@ -129,10 +133,13 @@ impl Engine {
     /// it returns or is dropped unrun.
     pub(super) fn run_behind(&self, f: impl FnOnce() + Send + 'static) {
         let hold = ClockHold::new(&self.registry);
-        self.registry.run_batched(Box::new(move || {
-            f();
-            drop(hold);
-        }));
+        run_batched(
+            &self.registry,
+            Box::new(move || {
+                f();
+                drop(hold);
+            }),
+        );
     }
 
     /// Submit `entry` on the ring; `Err(keep)` if the ring is full (the

@@ -23,6 +23,7 @@ pub(crate) mod console;
 pub(crate) mod dump;
 pub(crate) mod metrics;
 pub(crate) mod poll_times;
+pub(crate) mod snapshot;
 pub(crate) mod stall;
 pub(crate) mod ticks;
 pub(crate) mod timeline;

@@ -37,6 +37,7 @@ pub use scope::Scope;
 use crate::context::pool_cells;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::registry::Registry;
+use crate::scheduler::spawn::spawn_task;
 use crate::scheduler::worker::WorkerThread;
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
@@ -146,7 +147,11 @@ where
     // a cancelled task is dropped before its handle learns it). So `work`
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
-    let handle = registry.spawn(async move { work() }, std::panic::Location::caller());
+    let handle = spawn_task(
+        registry,
+        async move { work() },
+        std::panic::Location::caller(),
+    );
     // The work forks at once: its first `join` offers a half (a scope's
     // first spawn is pushed), and the worker that offers it goes on
     // computing. A sleeper woken by a thread that goes on running starts

@@ -13,6 +13,7 @@
 use super::job::HeapJob;
 use super::job_latch::CountLatch;
 use crate::context::pool_cells;
+use crate::scheduler::spawn::spawn_task;
 use crate::scheduler::worker::WorkerThread;
 use crate::unwind::discard;
 use std::any::Any;
@@ -97,7 +98,8 @@ impl<'scope> Scope<'scope> {
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
                 // owner (a worker) finds it in the injector while it waits.
-                drop(registry.spawn(
+                drop(spawn_task(
+                    registry,
                     // SAFETY: the job is alive until run, once, by this task.
                     async move { unsafe { job.execute() } },
                     std::panic::Location::caller(),

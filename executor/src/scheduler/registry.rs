@@ -29,18 +29,16 @@
 use super::blocking::{BlockingPool, BlockingPoolOwner};
 use super::config::{Config, ThreadHooks};
 use super::coop;
-use super::io_driver::{Driver, IoDriver};
+use super::io_driver::Driver;
 use super::light_jobs::LightJobs;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
-use crate::inspect::metrics::{BusyClock, Metrics, WorkerMetrics, WorkerStats};
-use crate::inspect::poll_times::{self, Histogram};
+use crate::inspect::metrics::{BusyClock, WorkerStats};
 use crate::inspect::ticks::TickRate;
 use crate::inspect::timeline::Timeline;
 use crate::join::job_ref::JobRef;
-use crate::scheduler::worker::search::steal_one;
 use crate::seeded::pool_seed::Seeded;
 use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::deadlock::DeadlockDetector;
@@ -50,7 +48,6 @@ use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::{SleepManager, WakeNote};
 use crate::sleep::park::Park;
 use crate::task::coarse_clock::CoarseClock;
-use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
 use crate::task::owned::OwnedTasks;
@@ -67,24 +64,23 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 /// Per-worker state that other threads reach.
 pub(crate) struct WorkerInfo {
     /// Set when the pool shuts down; the worker's main loop waits on it.
     pub(super) terminate: CoreLatch,
     /// Counted by the worker only.
-    pub(super) stats: CachePadded<WorkerStats>,
+    pub(crate) stats: CachePadded<WorkerStats>,
     /// The other end of the worker's deque.
-    pub(super) stealer: Stealer<Runnable>,
+    pub(crate) stealer: Stealer<Runnable>,
     /// The other end of the worker's fork-join job deque.
     pub(super) job_stealer: Stealer<JobRef>,
     /// The task the worker runs next (`slot.rs`): the watcher may take it.
-    pub(super) lifo: TaskSlot<TaskHeader>,
+    pub(crate) lifo: TaskSlot<TaskHeader>,
     /// The task its budget made yield while nothing else was queued on the
     /// worker (`WorkerThread::schedule_local`): the last thing the
     /// worker's search returns. The watcher may take it (`slot.rs`).
-    pub(super) deferred: TaskSlot<TaskHeader>,
+    pub(crate) deferred: TaskSlot<TaskHeader>,
     /// Its `spawn_local` tasks woken by other threads (`send_home`).
     pub(super) inbox: Inbox<Runnable>,
     /// Another worker found its job deque empty: its next `join` offers
@@ -377,7 +373,7 @@ impl Registry {
     }
 
     /// The light jobs of `pool::fs` (`Registry::run_batched`, `spawn.rs`).
-    pub(super) fn light_jobs(&self) -> &LightJobs {
+    pub(crate) fn light_jobs(&self) -> &LightJobs {
         &self.light_jobs
     }
 
@@ -486,85 +482,20 @@ impl Registry {
         self.shutdown.is_shutting_down()
     }
 
+    /// The counters of threads that are not workers of this pool.
+    #[inline]
+    pub(crate) fn outside_stats(&self) -> &WorkerStats {
+        &self.outside_stats
+    }
+
+    /// Runnables waiting in the injector (`Metrics::injector_depth`).
+    pub(crate) fn injector_len(&self) -> usize {
+        self.injector.len()
+    }
+
     /// The stall detector reported a poll.
     pub(crate) fn count_stall(&self) {
         self.outside_stats.bump_shared(|s| &s.stalls, 1);
-    }
-
-    /// Push a runnable from a thread that is not a worker of this pool.
-    pub(super) fn inject(&self, runnable: Runnable) {
-        self.injector.push(runnable);
-        self.outside_stats.bump_shared(|s| &s.injected, 1);
-        if self.is_shutting_down() {
-            // Nobody is left to wake. If shutdown already drained the
-            // injector, drain it here (see `ShutdownState::late_push`).
-            if self.shutdown.late_push() {
-                self.drain_queues();
-            }
-            return;
-        }
-        let woken = self.sleep.new_injected_jobs(1);
-        if woken > 0 {
-            self.outside_stats.bump_shared(|s| &s.wakeups, woken as u64);
-        }
-    }
-
-    /// A `spawn_local` task of worker `home` was woken on another thread:
-    /// into that worker's inbox, and wake the worker if it sleeps (the
-    /// protocol is in `sleep/inbox.rs`; nobody else may run the task).
-    pub(super) fn send_home(&self, home: usize, runnable: Runnable) {
-        match self
-            .sleep
-            .post_home(home, &self.workers[home].inbox, runnable)
-        {
-            Ok(woken) => {
-                if woken {
-                    self.count(self.local_worker(), |s| &s.wakeups, 1);
-                }
-            }
-            // The worker has left. It closed its inbox only once every
-            // local task of its own had dropped its future, on its thread
-            // (`LocalTasks::cancel_all`, `worker/local.rs`), and a task whose future
-            // is gone is never scheduled again: so this does not happen. Were
-            // it to, the runnable must still not be dropped on this thread
-            // (its future is not `Send`): leak it.
-            Err(runnable) => std::mem::forget(runnable),
-        }
-    }
-
-    /// Drop every runnable in the injector and in the deques and LIFO slots
-    /// of workers that did not exit in time (through their stealers):
-    /// shutdown's step 5, and a push that landed after it.
-    pub(super) fn drain_queues(&self) {
-        loop {
-            let mut dropped_any = false;
-            while let Some(runnable) = steal_one(|| self.injector.steal()) {
-                cancel(runnable);
-                dropped_any = true;
-            }
-            for w in self.workers.iter() {
-                for slot in [&w.lifo, &w.deferred] {
-                    if let Some(runnable) = slot.take() {
-                        cancel(runnable);
-                        dropped_any = true;
-                    }
-                }
-                while let Some(runnable) = steal_one(|| w.stealer.steal()) {
-                    cancel(runnable);
-                    dropped_any = true;
-                }
-            }
-            if !dropped_any {
-                break;
-            }
-        }
-    }
-
-    /// The watcher took `runnable` out of the LIFO slot of a worker whose
-    /// poll runs long: inject it, so a sleeper is woken for it.
-    pub(super) fn rescue(&self, runnable: Runnable) {
-        self.outside_stats.bump_shared(|s| &s.rescued, 1);
-        self.inject(runnable);
     }
 
     /// Is there work in the injector? This is the sleeper's final check: the
@@ -599,90 +530,6 @@ impl Registry {
         }
     }
 
-    pub(crate) fn metrics(&self) -> Metrics {
-        let mut m = Metrics {
-            workers: self.num_workers(),
-            ..Metrics::default()
-        };
-        let mut ended = self.outside_stats.ended();
-        for (index, w) in self.workers.iter().enumerate() {
-            w.stats.add_to(&mut m);
-            ended += w.stats.ended();
-            m.busy += self.worker_busy(index);
-        }
-        self.outside_stats.add_to(&mut m);
-        // Saturating: a task that ended on a block read before the block
-        // that counted its spawn may be counted ended and not yet spawned.
-        m.alive_tasks = m.spawned.saturating_sub(ended) as usize;
-        let (sleeps, self_wakes) = self.sleep.sleep_counts();
-        m.sleeps += sleeps;
-        m.wakeups += self_wakes;
-        m.deadlocks = self.sleep.deadlock().map_or(0, DeadlockDetector::events);
-        (m.blocking_threads, m.blocking_queue_depth) = self.blocking.threads_and_queue();
-        m.injector_depth = self.injector.len();
-        m.io_events = self.io.io_events();
-        m.fs_blocking_ops = self.light_jobs.light_jobs_run();
-        let ring_ops = self.io.ring_ops();
-        m.fs_ring_ops = ring_ops.unwrap_or(0);
-        m.fs_engine = match ring_ops {
-            Some(_) => Some(crate::inspect::metrics::FsEngine::IoUring),
-            None if m.fs_blocking_ops > 0 => Some(crate::inspect::metrics::FsEngine::Blocking),
-            None => None,
-        };
-        m
-    }
-
-    /// Worker `index`'s busy time (`Metrics::busy`), with the tokio work of
-    /// a sleep in its runtime under way (`tokio-compat`).
-    fn worker_busy(&self, index: usize) -> Duration {
-        let tokio_busy = || {
-            #[cfg(feature = "tokio-compat")]
-            if let Some(tokio) = self.tokio.get() {
-                return tokio.busy(index);
-            }
-            Duration::ZERO
-        };
-        self.workers[index].stats.busy(&self.busy_clock, tokio_busy)
-    }
-
-    /// Each worker's counters, in index order.
-    pub(crate) fn worker_metrics(&self) -> Vec<WorkerMetrics> {
-        self.workers
-            .iter()
-            .enumerate()
-            .map(|(index, w)| {
-                let (polls, steals) = w.stats.polls_and_steals();
-                let (sleeps, wakeups) = self.sleep.worker_sleeps(index);
-                WorkerMetrics {
-                    busy: self.worker_busy(index),
-                    polls,
-                    steals,
-                    sleeps,
-                    wakeups,
-                    local_queue_depth: w.stealer.len()
-                        + usize::from(w.lifo.is_occupied())
-                        + usize::from(w.deferred.is_occupied()),
-                }
-            })
-            .collect()
-    }
-
-    /// The poll-time histogram, summed over the workers (all counts 0 unless
-    /// `Builder::poll_time_histogram(true)`).
-    pub(crate) fn poll_time_histogram(&self) -> Histogram {
-        self.poll_times().0
-    }
-
-    /// The poll-time histogram and the time of its polls in all.
-    pub(crate) fn poll_times(&self) -> (Histogram, Duration) {
-        let mut sums = [0; poll_times::BUCKETS];
-        let mut total_ns = 0;
-        for w in self.workers.iter() {
-            total_ns += w.stats.poll_times.add_to(&mut sums);
-        }
-        (poll_times::histogram(&sums), Duration::from_nanos(total_ns))
-    }
-
     /// The clock that times polls, if they are timed
     /// (`Builder::poll_time_histogram`).
     pub(crate) fn poll_clock(&self) -> Option<TickRate> {
@@ -691,7 +538,7 @@ impl Registry {
 
     /// The clock of the workers' busy time.
     #[inline]
-    pub(super) fn busy_clock(&self) -> &BusyClock {
+    pub(crate) fn busy_clock(&self) -> &BusyClock {
         &self.busy_clock
     }
 }

@@ -40,6 +40,7 @@
 use super::io_driver::IoDriver;
 use super::registry::Registry;
 use super::threads::Threads;
+use super::worker::search::steal_one;
 use crate::context::pool_cells;
 use crate::task::future::cancel;
 use std::sync::Arc;
@@ -125,13 +126,41 @@ fn drop_unfinished_tasks(registry: &Registry) {
         .drain(registry.sleep_manager())
         .into_iter()
         .for_each(cancel);
-    registry.drain_queues();
+    drain_queues(registry);
     registry.shutdown_state().drained();
-    registry.drain_queues();
+    drain_queues(registry);
     // Sockets and timers that outlive the pool: their waits fail (or, for
     // timers, complete) from now on. Their wakers belong to tasks of other
     // pools or to outside threads (this pool's tasks are gone).
     let mut wakers = Vec::new();
     registry.driver().shut_down(&mut wakers);
     wakers.into_iter().for_each(Waker::wake);
+}
+
+/// Drop every runnable in the injector and in the deques and LIFO slots
+/// of workers that did not exit in time (through their stealers):
+/// shutdown's step 5, and a push that landed after it.
+pub(super) fn drain_queues(registry: &Registry) {
+    loop {
+        let mut dropped_any = false;
+        while let Some(runnable) = steal_one(|| registry.injector().steal()) {
+            cancel(runnable);
+            dropped_any = true;
+        }
+        for w in registry.workers().iter() {
+            for slot in [&w.lifo, &w.deferred] {
+                if let Some(runnable) = slot.take() {
+                    cancel(runnable);
+                    dropped_any = true;
+                }
+            }
+            while let Some(runnable) = steal_one(|| w.stealer.steal()) {
+                cancel(runnable);
+                dropped_any = true;
+            }
+        }
+        if !dropped_any {
+            break;
+        }
+    }
 }

@@ -22,6 +22,7 @@
 use super::blocking::BlockingTask;
 use super::light_jobs::Job;
 use super::registry::Registry;
+use super::shutdown::drain_queues;
 use super::worker::WorkerThread;
 use crate::context::pool_cells;
 use crate::task::future::cancel;
@@ -36,267 +37,272 @@ use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-impl Registry {
-    /// Run a light job (one file operation) on the blocking threads,
-    /// batched with the others (`light_jobs.rs`): a drainer it needs starts
-    /// as a `spawn_blocking` closure. A job the pool never runs (it shut
-    /// down) is dropped: its owner learns it from what the job owned.
-    pub(crate) fn run_batched(self: &Arc<Self>, job: Job) {
-        self.light_jobs().submit(job, |me| {
-            let registry = Arc::clone(self);
-            let drainer = self.spawn_blocking(
-                move || registry.light_jobs().drain(me),
-                Location::caller(),
-                None,
-            );
-            drop(drainer); // detached
-        });
-    }
-
-    /// Spawn `future` onto this pool; `at` is where the user called spawn.
-    #[inline]
-    pub(crate) fn spawn<F>(
-        self: &Arc<Self>,
-        future: F,
-        at: &'static Location<'static>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.spawn_on(future, at, None, self.local_worker())
-    }
-
-    /// `spawn`, named `name` if it has one (`task::Builder`), from `local`,
-    /// this thread's worker if it is one of this pool's (as
-    /// `context::with_current_worker` found it): the one lookup of the
-    /// current worker on a spawn's path.
-    #[inline]
-    pub(crate) fn spawn_on<F>(
-        self: &Arc<Self>,
-        future: F,
-        at: &'static Location<'static>,
-        name: Option<&str>,
-        local: Option<&WorkerThread>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        debug_assert!(local.is_none_or(|w| std::ptr::eq(&**w.registry(), &**self)));
-        self.count(local, |s| &s.spawned, 1);
-        let (shard_hint, id) = match local {
-            Some(w) => (w.index(), w.next_task_id()),
-            None => self.outside_spawn(),
-        };
-        self.spawn_with(
-            future,
-            schedule_task,
-            shard_hint,
-            (id, at, TaskKind::Async, name),
-            local,
-        )
-    }
-
-    /// Spawn `future`, which need not be `Send`, pinned to `worker`, the
-    /// worker of this thread (`pool::spawn_local`), named `name` if it has
-    /// one.
-    pub(crate) fn spawn_local<F>(
-        self: &Arc<Self>,
-        worker: &WorkerThread,
-        future: F,
-        at: &'static Location<'static>,
-        name: Option<&str>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        debug_assert!(std::ptr::eq(
-            Arc::as_ptr(worker.registry()),
-            Arc::as_ptr(self)
-        ));
-        self.count(Some(worker), |s| &s.spawned, 1);
-        let home = worker.index();
-        // Its own shard: the worker finds its local tasks there when it
-        // leaves (`LocalTasks::cancel_all`, `worker/local.rs`).
-        debug_assert_eq!(self.tasks().shard_of(home), home);
-        let meta = (worker.next_task_id(), at, TaskKind::Local, name);
-        // SAFETY: `spawn_raw`'s contract for a future that is not `Send`:
-        // `schedule_pinned` hands every runnable of this task to `home`'s
-        // worker, which is this thread, and only that worker runs or drops
-        // them (its local queue and inbox, `LocalTasks::cancel_all` when it
-        // leaves); a runnable it can no longer take is leaked, never dropped
-        // elsewhere.
-        unsafe {
-            self.spawn_raw(
-                future,
-                move |runnable: Runnable, _: ScheduleInfo| schedule_pinned(runnable, home),
-                home,
-                meta,
-                Some(worker),
-            )
-        }
-    }
-
-    /// Run `f` on this pool's blocking threads, named `name` if it has one.
-    pub(crate) fn spawn_blocking<F, R>(
-        self: &Arc<Self>,
-        f: F,
-        at: &'static Location<'static>,
-        name: Option<&str>,
-    ) -> JoinHandle<R>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        let (shard_hint, id) = self.outside_spawn();
-        self.spawn_with(
-            BlockingTask::new(f),
-            schedule_blocking,
-            shard_hint,
-            (id, at, TaskKind::Blocking, name),
+/// Run a light job (one file operation) on the blocking threads,
+/// batched with the others (`light_jobs.rs`): a drainer it needs starts
+/// as a `spawn_blocking` closure. A job the pool never runs (it shut
+/// down) is dropped: its owner learns it from what the job owned.
+pub(crate) fn run_batched(registry: &Arc<Registry>, job: Job) {
+    registry.light_jobs().submit(job, |me| {
+        let drainer_registry = Arc::clone(registry);
+        let drainer = spawn_blocking_task(
+            registry,
+            move || drainer_registry.light_jobs().drain(me),
+            Location::caller(),
             None,
+        );
+        drop(drainer); // detached
+    });
+}
+
+/// Spawn `future` onto this pool; `at` is where the user called spawn.
+#[inline]
+pub(crate) fn spawn_task<F>(
+    registry: &Arc<Registry>,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    spawn_task_on(registry, future, at, None, registry.local_worker())
+}
+
+/// `spawn`, named `name` if it has one (`task::Builder`), from `local`,
+/// this thread's worker if it is one of this pool's (as
+/// `context::with_current_worker` found it): the one lookup of the
+/// current worker on a spawn's path.
+#[inline]
+pub(crate) fn spawn_task_on<F>(
+    registry: &Arc<Registry>,
+    future: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+    local: Option<&WorkerThread>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    debug_assert!(local.is_none_or(|w| std::ptr::eq(&**w.registry(), &**registry)));
+    registry.count(local, |s| &s.spawned, 1);
+    let (shard_hint, id) = match local {
+        Some(w) => (w.index(), w.next_task_id()),
+        None => outside_spawn(registry),
+    };
+    spawn_with(
+        registry,
+        future,
+        schedule_task,
+        shard_hint,
+        (id, at, TaskKind::Async, name),
+        local,
+    )
+}
+
+/// Spawn `future`, which need not be `Send`, pinned to `worker`, the
+/// worker of this thread (`pool::spawn_local`), named `name` if it has
+/// one.
+pub(crate) fn spawn_local_task<F>(
+    registry: &Arc<Registry>,
+    worker: &WorkerThread,
+    future: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    debug_assert!(std::ptr::eq(
+        Arc::as_ptr(worker.registry()),
+        Arc::as_ptr(registry)
+    ));
+    registry.count(Some(worker), |s| &s.spawned, 1);
+    let home = worker.index();
+    // Its own shard: the worker finds its local tasks there when it
+    // leaves (`LocalTasks::cancel_all`, `worker/local.rs`).
+    debug_assert_eq!(registry.tasks().shard_of(home), home);
+    let meta = (worker.next_task_id(), at, TaskKind::Local, name);
+    // SAFETY: `spawn_raw`'s contract for a future that is not `Send`:
+    // `schedule_pinned` hands every runnable of this task to `home`'s
+    // worker, which is this thread, and only that worker runs or drops
+    // them (its local queue and inbox, `LocalTasks::cancel_all` when it
+    // leaves); a runnable it can no longer take is leaked, never dropped
+    // elsewhere.
+    unsafe {
+        spawn_raw(
+            registry,
+            future,
+            move |runnable: Runnable, _: ScheduleInfo| schedule_pinned(runnable, home),
+            home,
+            meta,
+            Some(worker),
         )
     }
+}
 
-    /// For a spawn from a thread that is not one of this pool's workers: the
-    /// registry shard it registers in, and a task id. Outside threads keep
-    /// to the shards past the workers' own (there are four per worker, the
-    /// first `n` the workers'), so a worker that finishes a task spawned
-    /// outside batches its removal (`Schedule::release`) instead of
-    /// taking, for every task, the lock that the spawning thread takes for
-    /// every spawn (measured: `OwnedTasks::remove` was pool's largest symbol
-    /// in spawn_many_remote).
-    fn outside_spawn(&self) -> (usize, TaskId) {
-        let (hint, id) = crate::context::plain_cells::outside_spawn();
-        // A seeded pool numbers them from its own block, in spawn order.
-        let id = self.seeded().map_or(id, |s| s.outside_id());
-        let workers = self.num_workers();
-        (workers + hint % (self.tasks().shard_count() - workers), id)
+/// Run `f` on this pool's blocking threads, named `name` if it has one.
+pub(crate) fn spawn_blocking_task<F, R>(
+    registry: &Arc<Registry>,
+    f: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let (shard_hint, id) = outside_spawn(registry);
+    spawn_with(
+        registry,
+        BlockingTask::new(f),
+        schedule_blocking,
+        shard_hint,
+        (id, at, TaskKind::Blocking, name),
+        None,
+    )
+}
+
+/// For a spawn from a thread that is not one of this pool's workers: the
+/// registry shard it registers in, and a task id. Outside threads keep
+/// to the shards past the workers' own (there are four per worker, the
+/// first `n` the workers'), so a worker that finishes a task spawned
+/// outside batches its removal (`Schedule::release`) instead of
+/// taking, for every task, the lock that the spawning thread takes for
+/// every spawn (measured: `OwnedTasks::remove` was pool's largest symbol
+/// in spawn_many_remote).
+fn outside_spawn(registry: &Registry) -> (usize, TaskId) {
+    let (hint, id) = crate::context::plain_cells::outside_spawn();
+    // A seeded pool numbers them from its own block, in spawn order.
+    let id = registry.seeded().map_or(id, |s| s.outside_id());
+    let workers = registry.num_workers();
+    (
+        workers + hint % (registry.tasks().shard_count() - workers),
+        id,
+    )
+}
+
+/// Make a task of `future` whose runnable goes to `schedule`, register
+/// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
+/// so it costs the task no bytes. `local` is this thread's worker, if it
+/// is one of this pool's.
+#[inline]
+fn spawn_with<F, S>(
+    registry: &Arc<Registry>,
+    future: F,
+    schedule: S,
+    shard_hint: usize,
+    meta: SpawnMeta<'_>,
+    local: Option<&WorkerThread>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+{
+    // SAFETY: the future and its output are `Send`: `spawn_raw` asks
+    // nothing more.
+    unsafe { spawn_raw(registry, future, schedule, shard_hint, meta, local) }
+}
+
+/// `spawn_with` for a future that may not be `Send`.
+///
+/// # Safety
+///
+/// If `F` is not `Send`, `schedule` must hand every runnable of the task
+/// to the thread calling this, and that thread alone may run or drop
+/// them. (A `!Send` output is kept safe by `JoinHandle`, which is `Send`
+/// only for a `Send` output.)
+#[inline]
+unsafe fn spawn_raw<F, S>(
+    registry: &Arc<Registry>,
+    future: F,
+    schedule: S,
+    shard_hint: usize,
+    (id, at, kind, name): SpawnMeta<'_>,
+    local: Option<&WorkerThread>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+    S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+{
+    // SAFETY: `task_share` took one share of this pool for the header,
+    // and points into its `Arc`.
+    let header = unsafe {
+        TaskHeader::new(
+            registry.task_share(local),
+            id,
+            kind,
+            registry.clock().now(),
+            name.is_some(),
+        )
+    };
+    let builder = async_task::Builder::new().metadata(header);
+    // SAFETY: `spawn_unchecked`'s obligations, one by one:
+    // - the future is `Send` (and `&TaskHeader` is `Send` because
+    //   `TaskHeader: Sync`), so the `Runnable` may move between threads;
+    //   or it is not, and then, by our caller's contract, every runnable
+    //   is run and dropped on this thread (a cancel below included: it
+    //   runs here);
+    // - it is not `'static` only because it borrows the task's own
+    //   metadata, which async-task allows; it borrows nothing else;
+    // - the schedule function is `Send + Sync + 'static`, so wakers may
+    //   be used and dropped anywhere.
+    let (runnable, task) = unsafe {
+        builder.spawn_unchecked(
+            move |header: &TaskHeader| TaskFuture::new(future, header),
+            WithInfo(schedule),
+        )
+    };
+    let handle = JoinHandle::new(task);
+    // SAFETY: a waker of this very task, whose runnable no other thread
+    // has seen yet (it is scheduled below).
+    let waker = unsafe { runnable.metadata().register_waker(runnable.waker(), at) };
+    if registry.is_shutting_down() {
+        // Dropping the runnable drops the future: the handle reports
+        // `cancelled`.
+        drop(waker);
+        cancel(runnable);
+        return handle;
     }
-
-    /// Make a task of `future` whose runnable goes to `schedule`, register
-    /// it as live, and schedule it once. `schedule` is a fn item: zero-sized,
-    /// so it costs the task no bytes. `local` is this thread's worker, if it
-    /// is one of this pool's.
-    #[inline]
-    fn spawn_with<F, S>(
-        self: &Arc<Self>,
-        future: F,
-        schedule: S,
-        shard_hint: usize,
-        meta: SpawnMeta<'_>,
-        local: Option<&WorkerThread>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-        S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
+    // With its entry, before the first schedule: a panic's error and
+    // the dump find the name (`task/names.rs`).
+    let name: Option<Arc<str>> = name.map(Arc::from);
+    #[cfg(feature = "console")]
+    let console_name = name.clone().filter(|_| registry.console().is_some());
+    match registry
+        .tasks()
+        .insert(shard_hint, waker, kind == TaskKind::Local, name)
     {
-        // SAFETY: the future and its output are `Send`: `spawn_raw` asks
-        // nothing more.
-        unsafe { self.spawn_raw(future, schedule, shard_hint, meta, local) }
-    }
-
-    /// `spawn_with` for a future that may not be `Send`.
-    ///
-    /// # Safety
-    ///
-    /// If `F` is not `Send`, `schedule` must hand every runnable of the task
-    /// to the thread calling this, and that thread alone may run or drop
-    /// them. (A `!Send` output is kept safe by `JoinHandle`, which is `Send`
-    /// only for a `Send` output.)
-    #[inline]
-    unsafe fn spawn_raw<F, S>(
-        self: &Arc<Self>,
-        future: F,
-        schedule: S,
-        shard_hint: usize,
-        (id, at, kind, name): SpawnMeta<'_>,
-        local: Option<&WorkerThread>,
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-        S: Fn(Runnable, ScheduleInfo) + Send + Sync + 'static,
-    {
-        // SAFETY: `task_share` took one share of this pool for the header,
-        // and points into its `Arc`.
-        let header = unsafe {
-            TaskHeader::new(
-                self.task_share(local),
-                id,
-                kind,
-                self.clock().now(),
-                name.is_some(),
-            )
-        };
-        let builder = async_task::Builder::new().metadata(header);
-        // SAFETY: `spawn_unchecked`'s obligations, one by one:
-        // - the future is `Send` (and `&TaskHeader` is `Send` because
-        //   `TaskHeader: Sync`), so the `Runnable` may move between threads;
-        //   or it is not, and then, by our caller's contract, every runnable
-        //   is run and dropped on this thread (a cancel below included: it
-        //   runs here);
-        // - it is not `'static` only because it borrows the task's own
-        //   metadata, which async-task allows; it borrows nothing else;
-        // - the schedule function is `Send + Sync + 'static`, so wakers may
-        //   be used and dropped anywhere.
-        let (runnable, task) = unsafe {
-            builder.spawn_unchecked(
-                move |header: &TaskHeader| TaskFuture::new(future, header),
-                WithInfo(schedule),
-            )
-        };
-        let handle = JoinHandle::new(task);
-        // SAFETY: a waker of this very task, whose runnable no other thread
-        // has seen yet (it is scheduled below).
-        let waker = unsafe { runnable.metadata().register_waker(runnable.waker(), at) };
-        if self.is_shutting_down() {
-            // Dropping the runnable drops the future: the handle reports
-            // `cancelled`.
-            drop(waker);
+        Some(slot) => {
+            runnable.metadata().set_slot(slot);
+            // Before the first schedule: every poll finds the task.
+            #[cfg(feature = "console")]
+            if let Some(console) = registry.console() {
+                console
+                    .table()
+                    .spawned(id, at, kind, console_name, runnable.waker());
+            }
+            if kind == TaskKind::Local {
+                // Counted until its future drops (`Schedule::release`).
+                if let Some(w) = local {
+                    w.local_task_started();
+                }
+            }
+        }
+        None => {
             cancel(runnable);
             return handle;
         }
-        // With its entry, before the first schedule: a panic's error and
-        // the dump find the name (`task/names.rs`).
-        let name: Option<Arc<str>> = name.map(Arc::from);
-        #[cfg(feature = "console")]
-        let console_name = name.clone().filter(|_| self.console().is_some());
-        match self
-            .tasks()
-            .insert(shard_hint, waker, kind == TaskKind::Local, name)
-        {
-            Some(slot) => {
-                runnable.metadata().set_slot(slot);
-                // Before the first schedule: every poll finds the task.
-                #[cfg(feature = "console")]
-                if let Some(console) = self.console() {
-                    console
-                        .table()
-                        .spawned(id, at, kind, console_name, runnable.waker());
-                }
-                if kind == TaskKind::Local {
-                    // Counted until its future drops (`Schedule::release`).
-                    if let Some(w) = local {
-                        w.local_task_started();
-                    }
-                }
-            }
-            None => {
-                cancel(runnable);
-                return handle;
-            }
-        }
-        match local {
-            // `schedule_task`, with the worker in hand.
-            Some(w) if kind == TaskKind::Async => schedule_task_on(runnable, Some(w), false),
-            _ => runnable.schedule(),
-        }
-        handle
     }
+    match local {
+        // `schedule_task`, with the worker in hand.
+        Some(w) if kind == TaskKind::Async => schedule_task_on(runnable, Some(w), false),
+        _ => runnable.schedule(),
+    }
+    handle
 }
 
 /// What a spawn knows of its task besides the future: its id, where the
@@ -328,13 +334,13 @@ fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: 
     runnable.metadata().mark_scheduled();
     match worker {
         Some(worker) => worker.schedule_local(runnable, yielded),
-        None => runnable.metadata().owner_arc().inject(runnable),
+        None => inject(&runnable.metadata().owner_arc(), runnable),
     }
 }
 
 /// The schedule function of a `spawn_local` task pinned to worker `home`:
 /// on that worker's thread, into its local queue; from anywhere else, into
-/// its inbox, waking it if it sleeps (`Registry::send_home`). Like
+/// its inbox, waking it if it sleeps (`send_home`). Like
 /// `schedule_task`, it keeps its own reference to the registry after the
 /// hand-off.
 fn schedule_pinned(runnable: Runnable, home: usize) {
@@ -344,7 +350,7 @@ fn schedule_pinned(runnable: Runnable, home: usize) {
         .filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {
         Some(worker) => worker.push_local(runnable),
-        None => runnable.metadata().owner_arc().send_home(home, runnable),
+        None => send_home(&runnable.metadata().owner_arc(), home, runnable),
     }
 }
 
@@ -355,4 +361,47 @@ fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner_arc();
     registry.blocking().schedule(&registry, runnable);
+}
+
+/// Push a runnable from a thread that is not a worker of this pool.
+pub(super) fn inject(registry: &Registry, runnable: Runnable) {
+    registry.injector().push(runnable);
+    registry.outside_stats().bump_shared(|s| &s.injected, 1);
+    if registry.is_shutting_down() {
+        // Nobody is left to wake. If shutdown already drained the
+        // injector, drain it here (see `ShutdownState::late_push`).
+        if registry.shutdown_state().late_push() {
+            drain_queues(registry);
+        }
+        return;
+    }
+    let woken = registry.sleep_manager().new_injected_jobs(1);
+    if woken > 0 {
+        registry
+            .outside_stats()
+            .bump_shared(|s| &s.wakeups, woken as u64);
+    }
+}
+
+/// A `spawn_local` task of worker `home` was woken on another thread:
+/// into that worker's inbox, and wake the worker if it sleeps (the
+/// protocol is in `sleep/inbox.rs`; nobody else may run the task).
+fn send_home(registry: &Registry, home: usize, runnable: Runnable) {
+    match registry
+        .sleep_manager()
+        .post_home(home, &registry.workers()[home].inbox, runnable)
+    {
+        Ok(woken) => {
+            if woken {
+                registry.count(registry.local_worker(), |s| &s.wakeups, 1);
+            }
+        }
+        // The worker has left. It closed its inbox only once every
+        // local task of its own had dropped its future, on its thread
+        // (`LocalTasks::cancel_all`, `worker/local.rs`), and a task whose future
+        // is gone is never scheduled again: so this does not happen. Were
+        // it to, the runnable must still not be dropped on this thread
+        // (its future is not `Send`): leak it.
+        Err(runnable) => std::mem::forget(runnable),
+    }
 }

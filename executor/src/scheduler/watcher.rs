@@ -47,7 +47,8 @@
 
 use super::registry::Registry;
 use super::slot::TaskSlot;
-use crate::task::header::TaskHeader;
+use super::spawn::inject;
+use crate::task::header::{Runnable, TaskHeader};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -128,7 +129,7 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
             let unmoved = someone_idle && polls == *last;
             let mut rescue = |slot: &TaskSlot<TaskHeader>| {
                 if let Some(runnable) = slot.take() {
-                    registry.rescue(runnable);
+                    rescue(&registry, runnable);
                     rescued = true;
                 }
             };
@@ -166,4 +167,11 @@ fn set_timer_slack() {
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong, 0, 0, 0);
     }
+}
+
+/// The watcher took `runnable` out of the LIFO slot of a worker whose
+/// poll runs long: inject it, so a sleeper is woken for it.
+fn rescue(registry: &Registry, runnable: Runnable) {
+    registry.outside_stats().bump_shared(|s| &s.rescued, 1);
+    inject(registry, runnable);
 }
