@@ -176,7 +176,7 @@ impl<F: Future> Future for Entered<'_, F> {
         // on every poll off its workers: the tokio tasks and sockets that a
         // long `block_on` (an accept loop in `main`) makes are spread over
         // the workers that drive them.
-        let _tokio = crate::tokio_compat::enter::enter_tokio(&this.registry);
+        let _tokio = this.registry.enter_tokio();
         this.future.poll(cx)
     }
 }

@@ -55,7 +55,6 @@ use crate::task::owned::Slot;
 use crate::task::schedule;
 use crate::task::share::TaskShares;
 use crate::task::waits::Wait;
-use crate::tokio_compat::enter::enter_tokio;
 #[cfg(feature = "tokio-compat")]
 use crate::tokio_compat::runtimes::TokioRuntimes;
 use crossbeam_deque::{Injector, Stealer};
@@ -88,6 +87,15 @@ pub(crate) struct WorkerInfo {
     /// own: thieves write it, the worker reads it at every `join`.
     pub(super) wants_jobs: CachePadded<AtomicBool>,
 }
+
+/// What `Registry::enter_tokio` returns: the runtime's enter guard, or
+/// (with no `tokio-compat`) nothing.
+#[cfg(feature = "tokio-compat")]
+pub(crate) type TokioGuard<'a> = Option<tokio::runtime::EnterGuard<'a>>;
+/// What `Registry::enter_tokio` returns: the runtime's enter guard, or
+/// (with no `tokio-compat`) nothing.
+#[cfg(not(feature = "tokio-compat"))]
+pub(crate) type TokioGuard<'a> = Option<std::marker::PhantomData<&'a ()>>;
 
 pub(crate) struct Registry {
     injector: Injector<Runnable>,
@@ -146,7 +154,7 @@ impl BlockingPoolOwner for Registry {
 
     fn serve(self: &Arc<Self>, body: impl FnOnce()) {
         let _current = pool_cells::enter_blocking_thread(self);
-        let _tokio = enter_tokio(self);
+        let _tokio = self.enter_tokio();
         body();
     }
 }
@@ -323,6 +331,24 @@ impl Registry {
     #[cfg(feature = "console")]
     pub(crate) fn console(&self) -> Option<&crate::inspect::console::record::Console> {
         self.console.as_ref()
+    }
+
+    /// Enter one of this pool's tokio runtimes on this thread until the
+    /// guard drops: the next worker's, in turn (feature `tokio-compat`;
+    /// without it, nothing). Nothing on a worker of this pool: it is inside
+    /// its own for life.
+    pub(crate) fn enter_tokio(&self) -> TokioGuard<'_> {
+        #[cfg(feature = "tokio-compat")]
+        {
+            if self.local_worker().is_some() {
+                return None;
+            }
+            self.tokio.get().map(|t| t.enter_next())
+        }
+        #[cfg(not(feature = "tokio-compat"))]
+        {
+            None
+        }
     }
 
     /// The pool's tokio runtimes (`tokio_compat/runtimes.rs`), set once

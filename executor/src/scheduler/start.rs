@@ -20,6 +20,8 @@ use super::shutdown::shutdown;
 use super::threads::Threads;
 use super::watcher::{self, Look};
 use super::worker;
+#[cfg(feature = "tokio-compat")]
+use crate::context::pool_cells;
 use crate::context::thread_kind::ThreadKind;
 use crate::seeded::logical_workers::LogicalWorkers;
 #[cfg(feature = "tokio-compat")]
@@ -101,11 +103,23 @@ pub(crate) fn start(
     };
     // Before the workers: each enters the runtime's context as it starts.
     #[cfg(feature = "tokio-compat")]
-    let _ = registry.tokio().set(TokioRuntimes::start(
-        &registry,
-        registry.num_workers(),
-        &thread_name,
-    )?);
+    {
+        let weak = Arc::downgrade(&registry);
+        let serve = move || {
+            if let Some(registry) = weak.upgrade() {
+                // Kept until the thread ends (`leave_served_pool`, at its stop).
+                std::mem::forget(pool_cells::enter_blocking_thread(&registry));
+            }
+        };
+        let runtimes = TokioRuntimes::start(
+            registry.blocking().config(),
+            registry.num_workers(),
+            &thread_name,
+            serve,
+            pool_cells::leave_served_pool,
+        )?;
+        let _ = registry.tokio().set(runtimes);
+    }
     for (index, (deque, jobs)) in deques.into_iter().enumerate() {
         let mut builder = thread::Builder::new();
         if let Some(bytes) = stack_size {

@@ -73,9 +73,7 @@
 //! | `worker_runtime.rs` | `WorkerRuntime`: a worker's own runtime, driven by it: busy periods inside it, turns, the runtime its sleeps block in, the balance of tokio tasks |
 //! | `runner.rs` | `Runner`: the runtime's runner task, and how a busy period is lent to it and taken back |
 //! | `epoll_bridge.rs` | the pool's I/O driver watched from a tokio reactor while its holder sleeps in its runtime |
-//! | `enter.rs` | `enter_tokio`: one of a pool's runtimes entered by a thread that is not its worker (nothing without the feature) |
 
-pub(crate) mod enter;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod epoll_bridge;
 #[cfg(feature = "tokio-compat")]

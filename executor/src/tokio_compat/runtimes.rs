@@ -4,14 +4,13 @@
 //! others (`Peer`); outside threads entering them in turn (`enter.rs`); and
 //! shutdown's last step, for the runtimes no worker took.
 
-use crate::context::pool_cells;
 use crate::context::thread_kind::ThreadKind;
-use crate::scheduler::registry::Registry;
+use crate::scheduler::config::BlockingConfig;
 use crate::scheduler::thread_name::set_kernel_name;
 use parking_lot::Mutex;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
 
@@ -32,32 +31,32 @@ impl TokioRuntimes {
     /// the pool's settings: its keep-alive, and its `max_blocking_threads`
     /// split between them (so tokio's blocking threads of the whole pool
     /// are at most as many as the pool's own).
+    ///
+    /// Each blocking thread calls `serve` when it starts, to serve the pool
+    /// as its own blocking threads do, and `leave` when it stops.
     pub(crate) fn start(
-        registry: &Arc<Registry>,
+        blocking: &BlockingConfig,
         workers: usize,
         thread_name: &str,
+        serve: impl Fn() + Clone + Send + Sync + 'static,
+        leave: fn(),
     ) -> io::Result<TokioRuntimes> {
-        let blocking = registry.blocking().config();
         let max_blocking = (blocking.max_threads / workers).max(1);
-        let weak: Weak<Registry> = Arc::downgrade(registry);
         let mut runtimes = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let weak = weak.clone();
+            let serve = serve.clone();
             let prefix = thread_name.to_owned();
             let (hooks, stop_hooks) = (blocking.hooks.clone(), blocking.hooks.clone());
             let on_start = move || {
                 // Its short name in the kernel (tokio named it in full).
                 set_kernel_name(&ThreadKind::TokioBlocking.short_name(&prefix));
                 ThreadKind::TokioBlocking.enter();
-                if let Some(registry) = weak.upgrade() {
-                    // Kept until the thread ends (see `on_thread_stop`).
-                    std::mem::forget(pool_cells::enter_blocking_thread(&registry));
-                }
+                serve();
                 hooks.run_start();
             };
             let on_stop = move || {
                 stop_hooks.run_stop();
-                pool_cells::leave_served_pool();
+                leave();
             };
             let mut builder = tokio::runtime::Builder::new_current_thread();
             builder
