@@ -127,7 +127,7 @@ pub(crate) fn start(
         }
         let r = Arc::clone(&registry);
         let thread = ThreadKind::Worker(index).spawn(&thread_name, builder, move || {
-            worker::main_loop(r, index, deque, jobs)
+            worker::main_loop::main_loop(r, index, deque, jobs)
         })?;
         starting.threads.workers.push(thread);
     }
