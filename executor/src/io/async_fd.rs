@@ -31,24 +31,24 @@ pub(crate) struct FdSource<T>(pub(crate) T);
 impl<T: AsFd> mio::event::Source for FdSource<T> {
     fn register(
         &mut self,
-        registry: &mio::Registry,
+        mio_registry: &mio::Registry,
         token: mio::Token,
         interests: mio::Interest,
     ) -> io::Result<()> {
-        mio::unix::SourceFd(&self.as_raw_fd()).register(registry, token, interests)
+        mio::unix::SourceFd(&self.as_raw_fd()).register(mio_registry, token, interests)
     }
 
     fn reregister(
         &mut self,
-        registry: &mio::Registry,
+        mio_registry: &mio::Registry,
         token: mio::Token,
         interests: mio::Interest,
     ) -> io::Result<()> {
-        mio::unix::SourceFd(&self.as_raw_fd()).reregister(registry, token, interests)
+        mio::unix::SourceFd(&self.as_raw_fd()).reregister(mio_registry, token, interests)
     }
 
-    fn deregister(&mut self, registry: &mio::Registry) -> io::Result<()> {
-        mio::unix::SourceFd(&self.as_raw_fd()).deregister(registry)
+    fn deregister(&mut self, mio_registry: &mio::Registry) -> io::Result<()> {
+        mio::unix::SourceFd(&self.as_raw_fd()).deregister(mio_registry)
     }
 }
 

@@ -24,8 +24,8 @@
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 #[cfg(target_os = "linux")]
 use super::uring::Ring;
-use crate::scheduler::io_driver::Binding as DriverBinding;
-use crate::scheduler::io_driver::Bound as DriverBound;
+use crate::scheduler::io_driver::DriverBinding;
+use crate::scheduler::io_driver::DriverBound;
 use crate::scheduler::io_driver::IoDriver;
 use crate::seeded::pool_seed::no_real_io;
 use crate::sleep::park::Park;
@@ -82,7 +82,7 @@ struct Core {
 }
 
 #[derive(Debug, Default)]
-struct Slot {
+struct SourceSlot {
     generation: usize,
     io: Option<Arc<ScheduledIo>>,
 }
@@ -90,7 +90,7 @@ struct Slot {
 /// The registered sources, by slot.
 #[derive(Debug, Default)]
 struct Sources {
-    slots: Vec<Slot>,
+    slots: Vec<SourceSlot>,
     free: Vec<usize>,
 }
 
@@ -108,7 +108,7 @@ pub(crate) struct Driver {
     /// True while a thread holds the driver.
     held: AtomicBool,
     core: Mutex<Core>,
-    registry: mio::Registry,
+    mio_registry: mio::Registry,
     waker: mio::Waker,
     sources: Mutex<Sources>,
     /// Registered sources, a hint for the busy workers' polls.
@@ -147,7 +147,7 @@ impl DriverBinding for DriverBound {
 impl IoDriver for Driver {
     fn new(start_paused: bool, workers: usize, seed: Option<u64>) -> io::Result<Driver> {
         let poll = Poll::new()?;
-        let registry = poll.registry().try_clone()?;
+        let mio_registry = poll.registry().try_clone()?;
         let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
         Ok(Driver {
             epoll_fd: std::os::fd::AsRawFd::as_raw_fd(&poll),
@@ -156,7 +156,7 @@ impl IoDriver for Driver {
                 poll,
                 events: Events::with_capacity(EVENTS_CAPACITY),
             }),
-            registry,
+            mio_registry,
             waker,
             sources: Mutex::new(Sources::default()),
             num_sources: AtomicUsize::new(0),
@@ -360,7 +360,7 @@ impl Driver {
                             "pool: more than 16 million sockets registered with one pool",
                         ));
                     }
-                    sources.slots.push(Slot::default());
+                    sources.slots.push(SourceSlot::default());
                     sources.slots.len() - 1
                 }
             };
@@ -369,7 +369,7 @@ impl Driver {
             Token(slot.generation << INDEX_BITS | index)
         };
         if let Err(e) =
-            self.registry
+            self.mio_registry
                 .register(source, token, Interest::READABLE | Interest::WRITABLE)
         {
             self.release_slot(token);
@@ -384,7 +384,7 @@ impl Driver {
     pub(crate) fn deregister(&self, token: Token, source: &mut impl Source) {
         // The only error is "not registered", after a failed register or a
         // closed epoll fd: either way the source is gone from the OS's set.
-        let _ = self.registry.deregister(source);
+        let _ = self.mio_registry.deregister(source);
         self.release_slot(token);
         self.num_sources.fetch_sub(1, Ordering::Relaxed);
     }

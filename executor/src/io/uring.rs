@@ -72,7 +72,7 @@ pub(crate) type Keep = Box<dyn Any + Send>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OpId(usize);
 
-enum Slot {
+enum OpSlot {
     Vacant,
     Waiting {
         waker: Option<Waker>,
@@ -90,7 +90,7 @@ enum Slot {
 
 struct Inner {
     uring: IoUring,
-    slots: Vec<Slot>,
+    slots: Vec<OpSlot>,
     free: Vec<usize>,
     /// The descriptor is armed in the driver's epoll set (one-shot).
     armed: bool,
@@ -210,11 +210,11 @@ impl Ring {
         let index = match inner.free.pop() {
             Some(index) => index,
             None => {
-                inner.slots.push(Slot::Vacant);
+                inner.slots.push(OpSlot::Vacant);
                 inner.slots.len() - 1
             }
         };
-        inner.slots[index] = Slot::Waiting { waker: None, keep };
+        inner.slots[index] = OpSlot::Waiting { waker: None, keep };
         let entry = entry.user_data(index as u64);
         // SAFETY: the caller's contract: what `entry` points to lives in
         // the slot's `keep` until its completion is reaped (the invariant).
@@ -234,21 +234,21 @@ impl Ring {
         let mut inner = self.inner.lock();
         let slot = &mut inner.slots[id.0];
         match slot {
-            Slot::Waiting { waker, .. } => {
+            OpSlot::Waiting { waker, .. } => {
                 match waker {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => *waker = Some(cx.waker().clone()),
                 }
                 Poll::Pending
             }
-            Slot::Done { .. } => {
-                let Slot::Done { result, keep } = std::mem::replace(slot, Slot::Vacant) else {
+            OpSlot::Done { .. } => {
+                let OpSlot::Done { result, keep } = std::mem::replace(slot, OpSlot::Vacant) else {
                     unreachable!("matched Done above");
                 };
                 inner.free.push(id.0);
                 Poll::Ready((result, keep))
             }
-            Slot::Vacant | Slot::Abandoned { .. } => {
+            OpSlot::Vacant | OpSlot::Abandoned { .. } => {
                 unreachable!("an operation is polled only by the future that owns it")
             }
         }
@@ -260,9 +260,9 @@ impl Ring {
     pub(crate) fn abandon(&self, id: OpId) {
         let mut inner = self.inner.lock();
         let slot = &mut inner.slots[id.0];
-        match std::mem::replace(slot, Slot::Vacant) {
-            Slot::Waiting { keep, .. } => {
-                *slot = Slot::Abandoned { keep };
+        match std::mem::replace(slot, OpSlot::Vacant) {
+            OpSlot::Waiting { keep, .. } => {
+                *slot = OpSlot::Abandoned { keep };
                 let cancel = opcode::AsyncCancel::new(id.0 as u64)
                     .build()
                     .user_data(CANCEL_DATA);
@@ -271,12 +271,12 @@ impl Ring {
                 inner.submit();
                 self.arm_if_in_flight(&mut inner);
             }
-            done @ Slot::Done { .. } => {
+            done @ OpSlot::Done { .. } => {
                 inner.free.push(id.0);
                 drop(inner);
                 drop(done); // the buffer, outside the lock
             }
-            Slot::Vacant | Slot::Abandoned { .. } => {
+            OpSlot::Vacant | OpSlot::Abandoned { .. } => {
                 unreachable!("an operation is abandoned once, by the future that owns it")
             }
         }
@@ -320,19 +320,19 @@ impl Ring {
             }
             let index = data as usize;
             let slot = &mut slots[index];
-            match std::mem::replace(slot, Slot::Vacant) {
-                Slot::Waiting { waker, keep } => {
-                    *slot = Slot::Done {
+            match std::mem::replace(slot, OpSlot::Vacant) {
+                OpSlot::Waiting { waker, keep } => {
+                    *slot = OpSlot::Done {
                         result: cqe.result(),
                         keep,
                     };
                     wakers.extend(waker);
                 }
-                Slot::Abandoned { keep } => {
+                OpSlot::Abandoned { keep } => {
                     free.push(index);
                     freed.push(keep);
                 }
-                Slot::Vacant | Slot::Done { .. } => {
+                OpSlot::Vacant | OpSlot::Done { .. } => {
                     unreachable!("one completion per operation, for a slot in flight")
                 }
             }
@@ -415,7 +415,7 @@ impl Drop for Ring {
     fn drop(&mut self) {
         let inner = self.inner.get_mut();
         for slot in inner.slots.drain(..) {
-            if let Slot::Abandoned { keep } | Slot::Waiting { keep, .. } = slot {
+            if let OpSlot::Abandoned { keep } | OpSlot::Waiting { keep, .. } = slot {
                 std::mem::forget(keep);
             }
         }

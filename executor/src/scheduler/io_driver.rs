@@ -5,7 +5,7 @@
 //! [`Park`](crate::sleep::Park); besides that the scheduler makes the
 //! driver with the pool, polls it without blocking while the workers are
 //! busy, and shuts it down with the pool: [`IoDriver`]. The I/O floor names
-//! its type here by implementing [`Binding`] for [`Bound`], and [`Driver`]
+//! its type here by implementing [`DriverBinding`] for [`DriverBound`], and [`Driver`]
 //! is the type that resolves to, so the registry holds the driver itself
 //! (no trait object, no dynamic call on a worker's poll) and gives it, as
 //! that type, back to the sockets and timers of `io/` (`Registry::use_driver`)
@@ -103,14 +103,14 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
 }
 
 /// Names the driver's type for the scheduler: implemented once, by the I/O
-/// floor, for [`Bound`] (`io/driver.rs`).
-pub(crate) trait Binding {
+/// floor, for [`DriverBound`] (`io/driver.rs`).
+pub(crate) trait DriverBinding {
     /// The pool's I/O driver: `io::Driver`.
     type Driver: IoDriver;
 }
 
-/// What [`Binding`] is implemented for: a type with no values.
-pub(crate) enum Bound {}
+/// What [`DriverBinding`] is implemented for: a type with no values.
+pub(crate) enum DriverBound {}
 
 /// The I/O driver's type, as the scheduler names it.
-pub(crate) type Driver = <Bound as Binding>::Driver;
+pub(crate) type Driver = <DriverBound as DriverBinding>::Driver;

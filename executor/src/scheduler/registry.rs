@@ -50,8 +50,8 @@ use crate::sleep::park::Park;
 use crate::task::coarse_clock::CoarseClock;
 use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
+use crate::task::owned::LiveSlot;
 use crate::task::owned::OwnedTasks;
-use crate::task::owned::Slot;
 use crate::task::schedule;
 use crate::task::share::TaskShares;
 use crate::task::waits::Wait;
@@ -159,8 +159,8 @@ impl BlockingPoolOwner for Registry {
     }
 }
 
-impl schedule::Binding for schedule::Bound {
-    type Scheduler = Registry;
+impl schedule::RegistryBinding for schedule::RegistryBound {
+    type Registry = Registry;
 }
 
 impl schedule::Schedule for Registry {
@@ -170,7 +170,7 @@ impl schedule::Schedule for Registry {
 
     /// At once on this worker's own shard (or from outside), batched on
     /// another worker's (`WorkerThread::defer_removal`).
-    fn release(&self, header: &TaskHeader, slot: Option<Slot>, local: bool, blocking: bool) {
+    fn release(&self, header: &TaskHeader, slot: Option<LiveSlot>, local: bool, blocking: bool) {
         #[cfg(feature = "console")]
         if let Some(console) = &self.console {
             console.table().finished(header.id());

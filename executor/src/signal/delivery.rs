@@ -1,4 +1,4 @@
-//! The process's signal registry: which signals have a handler, the pipe
+//! The process's signal table: which signals have a handler, the pipe
 //! their handler writes to, and the deliveries each signal has had.
 //!
 //! # How a delivery reaches a task
@@ -53,7 +53,7 @@ const FORBIDDEN: [i32; 5] = [
 ];
 
 /// One signal's state.
-pub(super) struct Slot {
+pub(super) struct SignalSlot {
     /// Set by the handler, taken by a dispatch.
     pending: AtomicBool,
     /// Deliveries dispatched so far.
@@ -64,9 +64,9 @@ pub(super) struct Slot {
     installed: Mutex<bool>,
 }
 
-impl Slot {
-    const fn new() -> Slot {
-        Slot {
+impl SignalSlot {
+    const fn new() -> SignalSlot {
+        SignalSlot {
             pending: AtomicBool::new(false),
             deliveries: AtomicU64::new(0),
             waiters: Mutex::new(Vec::new()),
@@ -111,7 +111,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Signals 0 (unused) to `MAX_SIGNAL`.
-static SLOTS: [Slot; MAX_SIGNAL as usize + 1] = [const { Slot::new() }; MAX_SIGNAL as usize + 1];
+static SLOTS: [SignalSlot; MAX_SIGNAL as usize + 1] =
+    [const { SignalSlot::new() }; MAX_SIGNAL as usize + 1];
 
 /// The write end of the pipe, for the handler (an atomic load is
 /// async-signal-safe; `-1` until the pipe exists).
@@ -150,7 +151,7 @@ fn pipe() -> io::Result<&'static Pipe> {
 ///
 /// `InvalidInput` for a number that is not a signal, one that cannot be
 /// handled, or one the C library keeps for itself; the pipe's error.
-pub(super) fn register(signum: i32) -> io::Result<&'static Slot> {
+pub(super) fn register(signum: i32) -> io::Result<&'static SignalSlot> {
     if !(1..=MAX_SIGNAL).contains(&signum) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -1,6 +1,6 @@
 //! Unix signals: [`signal`], [`Signal`], [`SignalKind`].
 
-use super::delivery::{self, Slot};
+use super::delivery::{self, SignalSlot};
 use crate::io::async_fd::FdSource;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
@@ -144,7 +144,7 @@ pub(crate) fn signal_at(kind: SignalKind, site: Option<u16>) -> io::Result<Signa
 /// dropped.
 pub struct Signal {
     kind: SignalKind,
-    slot: &'static Slot,
+    slot: &'static SignalSlot,
     /// The slot's delivery count this `Signal` has returned for.
     seen: u64,
     /// This `Signal`'s duplicate of the signal pipe, on its pool's driver.
@@ -196,7 +196,7 @@ impl Signal {
         }
         // Another reader of the pipe (another `Signal`, in any pool) may
         // drain and dispatch first: wait on the slot too, then look again
-        // (see the registry's invariants).
+        // (see the table's invariants).
         self.slot.wait(self.id, cx.waker());
         if self.take_delivery() {
             return Poll::Ready(Some(()));

@@ -2,7 +2,7 @@
 //!
 //! # Invariants
 //!
-//! * An `AbortHandle` holds a waker of its task, taken from the registry
+//! * An `AbortHandle` holds a waker of its task, taken from the table
 //!   of live tasks while the task was live (`TaskHeader::live_waker`), or
 //!   nothing if the task was already gone then. The waker keeps the task's
 //!   allocation, and so its header, alive; it never keeps the future alive.

@@ -13,10 +13,10 @@
 //!   aborts the process on a panic in a destructor): the future, the output
 //!   (`TaskOutput`) and a panic payload are each dropped under
 //!   `catch_unwind`, and a panic there is caught and dropped in turn.
-//! * When the future is dropped the task leaves its pool's registry of live
+//! * When the future is dropped the task leaves its pool's table of live
 //!   tasks (`Registration`, through `Schedule::release`), its name, if it
 //!   has one, with its entry (`names.rs`).
-//! * A task is never polled once that registry is closed (shutdown took its
+//! * A task is never polled once that table is closed (shutdown took its
 //!   wakers): its poll cancels it instead (`OwnedTasks::is_closed`).
 
 use super::error::JoinError;
@@ -69,7 +69,7 @@ impl<'a, F> TaskFuture<'a, F> {
         if header.is_done() {
             return None;
         }
-        // The dump skips the task from now on (its registry entry goes when
+        // The dump skips the task from now on (its table entry goes when
         // `registration` drops, maybe in a batch: `owned.rs`).
         header.mark_done();
         // SAFETY: dropping a pinned value in place is what `Pin` allows; the

@@ -19,7 +19,7 @@
 //!   the table of live tasks finds the header from the waker it keeps.
 //! * The site word (kind and spawn site) is complete before the task is
 //!   first registered or scheduled (`register_waker`), and names a site
-//!   whose vtable is the task's wakers' own: the registry keeps the task's
+//!   whose vtable is the task's wakers' own: the table keeps the task's
 //!   waker as its data pointer alone and finds the vtable through this word
 //!   (`waker.rs`).
 //! * The header is 28 bytes aligned to 4 (its one 8-byte field, `owner`, is
@@ -31,8 +31,8 @@
 //!   it is read by value.
 
 use super::id::TaskId;
-use super::owned::{OwnedTasks, Slot};
-use super::schedule::{Schedule, Scheduler};
+use super::owned::{LiveSlot, OwnedTasks};
+use super::schedule::{Registry, Schedule};
 use super::site;
 use super::waits::{Wait, WaitCopy, WaitScratch};
 use super::waker::{site_word_distance, TaskWaker};
@@ -51,7 +51,7 @@ const NAMED: u32 = 1 << 30;
 const BORN: u32 = NAMED - 1;
 
 /// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
-/// was dropped: the task is not live, though its registry entry may wait
+/// was dropped: the task is not live, though its table entry may wait
 /// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating).
 const SCHEDULED: u32 = 1;
 const DONE: u32 = 1 << 1;
@@ -92,7 +92,7 @@ pub(crate) struct TaskHeader {
     /// The pool that owns the task (the scheduler's `Registry`, inside its
     /// `Arc`), of which the header holds one share (`share.rs`), given back
     /// by `drop`.
-    owner: Align4<NonNull<Scheduler>>,
+    owner: Align4<NonNull<Registry>>,
     /// The task's id (below 2^48): its top 32 bits here, its low 16 in
     /// `id_low`. Written at spawn, never changed.
     id_high: u32,
@@ -120,7 +120,7 @@ pub(crate) struct TaskHeader {
 }
 
 // SAFETY: the only field that is not `Send + Sync` by itself is `owner`, a
-// share of an `Arc<Scheduler>`, which is `Send + Sync` because the
+// share of an `Arc<Registry>`, which is `Send + Sync` because the
 // scheduler is (a share may be given back from any thread); the header
 // never hands out `&mut` to it.
 unsafe impl Send for TaskHeader {}
@@ -135,12 +135,12 @@ impl TaskHeader {
     ///
     /// # Safety
     ///
-    /// `owner` points into a live `Arc<Scheduler>`, and the caller took one
+    /// `owner` points into a live `Arc<Registry>`, and the caller took one
     /// share of that pool for this header (`share.rs`), which the header's
     /// drop gives back.
     #[inline]
     pub(crate) unsafe fn new(
-        owner: NonNull<Scheduler>,
+        owner: NonNull<Registry>,
         id: TaskId,
         kind: TaskKind,
         born: u32,
@@ -188,7 +188,7 @@ impl TaskHeader {
     }
 
     /// Record the task's spawn site, `at` and the vtable of `waker`, and
-    /// turn `waker` into the one-word waker the registry keeps.
+    /// turn `waker` into the one-word waker the table keeps.
     ///
     /// # Safety
     ///
@@ -218,7 +218,7 @@ impl TaskHeader {
 
     /// The pool that owns the task.
     #[inline]
-    pub(crate) fn owner(&self) -> &Scheduler {
+    pub(crate) fn owner(&self) -> &Registry {
         // SAFETY: the header holds a share of this pool until it is
         // dropped, which keeps the pool's `Arc` alive (`share.rs`), and
         // `&self` borrows the header.
@@ -228,7 +228,7 @@ impl TaskHeader {
     /// A new reference to the pool that owns the task, which outlives the
     /// task (see `schedule_task`).
     #[inline]
-    pub(crate) fn owner_arc(&self) -> Arc<Scheduler> {
+    pub(crate) fn owner_arc(&self) -> Arc<Registry> {
         let ptr = self.owner.get().as_ptr().cast_const();
         // SAFETY: `ptr` points into the pool's `Arc` (`new`'s contract), and
         // the header's share keeps that `Arc` alive; the increment is the
@@ -242,7 +242,7 @@ impl TaskHeader {
     /// Record where the task is registered. `Release` pairs with the
     /// `Acquire` of `slot`; the task is not yet scheduled, so no other thread
     /// can read it before the runnable's hand-off anyway.
-    pub(crate) fn set_slot(&self, slot: Slot) {
+    pub(crate) fn set_slot(&self, slot: LiveSlot) {
         let packed = self.owner().live_tasks().pack(slot);
         debug_assert_eq!(
             self.slot.load(Ordering::Relaxed),
@@ -252,7 +252,7 @@ impl TaskHeader {
         self.slot.store(packed, Ordering::Release);
     }
 
-    pub(super) fn slot(&self) -> Option<Slot> {
+    pub(super) fn slot(&self) -> Option<LiveSlot> {
         match self.slot.load(Ordering::Acquire) {
             OwnedTasks::UNREGISTERED => None,
             word => Some(self.owner().live_tasks().unpack(word)),
@@ -399,7 +399,7 @@ impl Drop for TaskHeader {
     fn drop(&mut self) {
         // SAFETY: the share taken for this header (`new`'s contract), given
         // back once, here; nothing reads the pool through it after.
-        unsafe { Scheduler::share_dropped(self.owner.get()) };
+        unsafe { Registry::share_dropped(self.owner.get()) };
     }
 }
 
@@ -425,9 +425,9 @@ unsafe fn header_of(waker: &Waker) -> &TaskHeader {
     }
 }
 
-/// The headers of the live tasks, read through the registry's wakers. (An
+/// The headers of the live tasks, read through the table's wakers. (An
 /// inherent method of `OwnedTasks` kept here, beside `header_of`, so that
-/// the registry needs to know nothing of the header.)
+/// the table needs to know nothing of the header.)
 impl OwnedTasks {
     /// Call `f` with the header of every registered task and its name, if
     /// it has one, one shard's lock at a time (the dump).

@@ -13,7 +13,7 @@ use super::future::TaskOutput;
 use super::header::TaskHeader;
 use super::id::TaskId;
 use super::noting::note_wait;
-use super::schedule::{Schedule, Scheduler};
+use super::schedule::{Registry, Schedule};
 use super::waits::{Wait, WaitKind};
 use async_task::FallibleTask;
 use std::fmt;
@@ -175,7 +175,7 @@ impl<T> Future for JoinHandle<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // A task's output spends the cooperative budget of the task awaiting
         // it (`scheduler/coop.rs`).
-        if Scheduler::poll_proceed(cx).is_pending() {
+        if Registry::poll_proceed(cx).is_pending() {
             return Poll::Pending;
         }
         let Poll::Ready(out) = self.poll_output(cx) else {
@@ -185,7 +185,7 @@ impl<T> Future for JoinHandle<T> {
             note_wait(Wait::new(WaitKind::Join, site, self.id.as_u64()));
             return Poll::Pending;
         };
-        Scheduler::made_progress();
+        Registry::made_progress();
         Poll::Ready(out)
     }
 }

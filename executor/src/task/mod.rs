@@ -26,7 +26,7 @@
 // metadata (which holds a share of its pool, `share.rs`), a schedule function that
 // captures nothing (it finds the pool in the metadata) and the future
 // wrapped in a [`TaskFuture`]. The wrapper catches panics, honours
-// `JoinHandle::abort`, and takes the task out of the pool's registry of live
+// `JoinHandle::abort`, and takes the task out of the pool's table of live
 // tasks ([`OwnedTasks`]) when the future is dropped.
 //
 // | file | what |
@@ -44,7 +44,7 @@
 // | `coarse_clock.rs` | the coarse clock of task ages |
 // | `owned.rs` | `OwnedTasks`: the sharded table of live tasks |
 // | `names.rs` | `TaskNames`: the names of a shard's named tasks, kept with its entries |
-// | `waits.rs` | `WaitBoard`: what each task's last poll waited on among pool's futures, a seqlocked slot per registry key |
+// | `waits.rs` | `WaitBoard`: what each task's last poll waited on among pool's futures, a seqlocked slot per table key |
 // | `noting.rs` | `note_wait` and `Noting`: how a pool future that returns `Pending` records what it is |
 // | `share.rs` | `TaskShares`: the count that keeps a pool alive for its tasks' headers |
 // | `schedule.rs` | `Schedule`: what a task needs of its pool, and the `Binding` that names the scheduler's type here |
@@ -66,6 +66,7 @@ pub(crate) mod schedule;
 pub(crate) mod share;
 pub(crate) mod site;
 pub(crate) mod task_builder;
+pub(crate) mod task_shard;
 pub(crate) mod waits;
 pub(crate) mod waker;
 

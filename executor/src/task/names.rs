@@ -3,7 +3,7 @@
 //!
 //! # Invariants
 //!
-//! * A task's name is here, under its registry key, from the insert of its
+//! * A task's name is here, under its table key, from the insert of its
 //!   entry (before its first schedule) until that entry is freed (its
 //!   future dropped, and its removal batch, if any, handed back and
 //!   reclaimed), and its header says it has one (`NAMED`). Both happen
@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// The names of one shard's named tasks, by registry key.
+/// The names of one shard's named tasks, by table key.
 #[derive(Debug, Default)]
 pub(crate) struct TaskNames {
     names: HashMap<usize, Arc<str>, BuildHasherDefault<KeyHasher>>,
@@ -56,7 +56,7 @@ impl TaskNames {
     }
 }
 
-/// A registry key's hash: keys are small distinct integers, so a multiply
+/// A table key's hash: keys are small distinct integers, so a multiply
 /// spreads them (Fibonacci hashing) at a fraction of SipHash's cost.
 #[derive(Default)]
 struct KeyHasher(u64);

@@ -2,7 +2,7 @@
 //! task's poll, and `Noting`, a future that does it for one it wraps: the
 //! entry into the records of `waits.rs`.
 
-use super::schedule::{Schedule, Scheduler};
+use super::schedule::{Registry, Schedule};
 use super::waits::Wait;
 use pin_project_lite::pin_project;
 use std::future::Future;
@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 /// `block_on` future that is no task's).
 #[inline]
 pub(crate) fn note_wait(wait: Wait) {
-    <Scheduler as Schedule>::note_wait(wait);
+    <Registry as Schedule>::note_wait(wait);
 }
 
 pin_project! {

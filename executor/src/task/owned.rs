@@ -1,14 +1,14 @@
-//! `OwnedTasks`: the registry of a pool's live tasks.
+//! `OwnedTasks`: the table of a pool's live tasks.
 //!
 //! A task that waits on a waker that never fires sits in no queue, yet the
 //! pool must drop its future when it shuts down. So every live task keeps its
 //! waker here from spawn until its future is dropped; shutdown closes the
-//! registry, takes every waker and wakes it, which sends each task through
+//! table, takes every waker and wakes it, which sends each task through
 //! the schedule function into a queue that shutdown then drains.
 //!
 //! # Invariants
 //!
-//! * The registry is split into shards, each behind its own small lock; a
+//! * The table is split into shards, each behind its own small lock; a
 //!   worker registers the tasks it spawns in its own shard, so spawns and
 //!   completions on different workers never share a lock and nothing takes a
 //!   pool-wide lock.
@@ -40,220 +40,26 @@
 //!   2^(32 - shard bits) - 1 keys; a full shard passes a task on to the
 //!   next one with room, except a `spawn_local` task (`pinned`): its worker
 //!   finds its local tasks in its own shard when it leaves.
-//! * Once closed, the registry holds no waker, so no task may be polled
+//! * Once closed, the table holds no waker, so no task may be polled
 //!   again: `is_closed` is set before the drain, and a task's poll checks
 //!   it first (`TaskFuture::poll`).
 
 use super::names::TaskNames;
+use super::task_shard::{ShardCell, TaskShard, HANDED_BACK_MAX, NONE};
 use super::waits::{Wait, WaitBoard, WaitCopy, WaitScratch};
 use super::waker::TaskWaker;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;
-use std::mem::ManuallyDrop;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 
-/// A shard's entry, one word: a registered task's `TaskWaker` (whose word has
-/// bit 0 clear), or, free, `VACANT` and the next free key above it.
-#[repr(transparent)]
-struct Entry(usize);
-
-/// Set in a free entry.
-const VACANT: usize = 1;
-
-/// The end of the free list.
-const NONE: usize = usize::MAX >> 1;
-
-impl Entry {
-    fn occupied(waker: TaskWaker) -> Entry {
-        let word = waker.into_word().get();
-        debug_assert_eq!(word & VACANT, 0);
-        Entry(word)
-    }
-
-    fn vacant(next: usize) -> Entry {
-        Entry(next << 1 | VACANT)
-    }
-
-    /// The next free key, if this entry is free.
-    fn next_free(&self) -> Option<usize> {
-        (self.0 & VACANT != 0).then_some(self.0 >> 1)
-    }
-
-    /// The waker, if the entry is occupied; it stays in the entry.
-    fn waker(&self) -> Option<ManuallyDrop<TaskWaker>> {
-        if self.0 & VACANT != 0 {
-            return None;
-        }
-        // SAFETY: an occupied entry's word came from `into_word` (nonzero);
-        // the copy is never dropped, so the entry keeps the reference.
-        Some(ManuallyDrop::new(unsafe {
-            TaskWaker::from_word(NonZeroUsize::new_unchecked(self.0))
-        }))
-    }
-
-    /// The waker, if the entry is occupied, taken out of it.
-    fn into_waker(self) -> Option<TaskWaker> {
-        let this = ManuallyDrop::new(self);
-        this.waker().map(ManuallyDrop::into_inner)
-    }
-}
-
-impl Drop for Entry {
-    fn drop(&mut self) {
-        drop(Entry(self.0).into_waker());
-    }
-}
-
-impl std::fmt::Debug for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.next_free() {
-            Some(next) => write!(f, "Vacant({next})"),
-            None => f.write_str("Occupied"),
-        }
-    }
-}
-
-/// Keys a shard's `handed_back` list holds before the thread handing back
-/// frees them itself (bounds the finished tasks kept alive by a shard whose
-/// inserter is gone or busy elsewhere).
-const HANDED_BACK_MAX: usize = 1024;
-
-/// Entries per page of a shard (8 KiB of one-word wakers).
-const PAGE: usize = 1024;
-
-/// A shard's entries, in pages that never move: the first grows like a
-/// `Vec` up to `PAGE` entries (a pool with few tasks keeps a small one),
-/// every later one is allocated at `PAGE` entries at once. So a shard of n
-/// entries holds at most `PAGE - 1` unused ones, where one doubling `Vec`
-/// held up to n (100 000 tasks cost 21 bytes of registry each, then 16
-/// with two-word wakers, now 8).
-#[derive(Debug)]
-struct Shard {
-    pages: Vec<Vec<Entry>>,
-    free_head: usize,
-    closed: bool,
-    /// The names of the named tasks registered here (`names.rs`).
-    names: TaskNames,
-}
-
-impl Shard {
-    fn entry(&mut self, key: usize) -> &mut Entry {
-        &mut self.pages[key / PAGE][key % PAGE]
-    }
-
-    fn get(&self, key: usize) -> Option<&Entry> {
-        self.pages.get(key / PAGE)?.get(key % PAGE)
-    }
-
-    /// Entries in use or on the free list: every page but the last is full.
-    fn len(&self) -> usize {
-        self.pages
-            .last()
-            .map_or(0, |last| (self.pages.len() - 1) * PAGE + last.len())
-    }
-
-    /// Append an entry at key `len()`.
-    fn push(&mut self, entry: Entry) -> usize {
-        let key = self.len();
-        match self.pages.last_mut() {
-            Some(page) if page.len() < PAGE => page.push(entry),
-            _ => {
-                // The first page grows; later ones are whole from the start.
-                let mut page = Vec::with_capacity(if self.pages.is_empty() { 4 } else { PAGE });
-                page.push(entry);
-                self.pages.push(page);
-            }
-        }
-        key
-    }
-
-    /// Put `waker` in a free entry (the last freed first), or a new one,
-    /// and its task's `name` if it has one; returns its key.
-    fn insert(&mut self, waker: TaskWaker, name: Option<Arc<str>>) -> usize {
-        let key = if self.free_head == NONE {
-            self.push(Entry::occupied(waker))
-        } else {
-            let key = self.free_head;
-            let old = std::mem::replace(self.entry(key), Entry::occupied(waker));
-            self.free_head = old
-                .next_free()
-                .expect("free list points at an occupied entry");
-            key
-        };
-        if let Some(name) = name {
-            self.names.insert(key, name);
-        }
-        key
-    }
-
-    fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.pages.iter().flatten()
-    }
-
-    /// Put `key` on the free list, and its name, if any, out of the names;
-    /// returns its entry (the waker) and name, to be dropped once the lock
-    /// is released.
-    fn free(&mut self, key: usize) -> Freed {
-        let free_head = self.free_head;
-        let old = std::mem::replace(self.entry(key), Entry::vacant(free_head));
-        debug_assert!(old.next_free().is_none(), "task removed twice");
-        self.free_head = key;
-        (old, self.names.remove(key))
-    }
-}
-
-/// A freed entry and the name its task had, dropped outside the lock.
-type Freed = (Entry, Option<Arc<str>>);
-
 /// Where a task's waker is kept: its shard and its key in that shard. A task
 /// header keeps it packed in 32 bits (`OwnedTasks::pack`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Slot {
+pub(crate) struct LiveSlot {
     pub(crate) shard: usize,
     pub(crate) key: usize,
-}
-
-/// A shard's entries and the keys handed back to it, each behind its own
-/// lock on its own cache line: the threads finishing the shard's tasks
-/// write only the second, its inserter mostly the first.
-#[derive(Debug)]
-struct ShardCell {
-    entries: CachePadded<Mutex<Shard>>,
-    handed_back: CachePadded<HandedBack>,
-}
-
-/// Keys of a shard's finished tasks that other threads removed
-/// (`remove_many`), for the shard's own inserter to free.
-#[derive(Debug, Default)]
-struct HandedBack {
-    keys: Mutex<Vec<usize>>,
-    /// `keys` is not empty: a hint, read without the lock by inserts (a
-    /// stale `false` only keeps finished tasks a while longer). Written
-    /// under the lock.
-    pending: AtomicBool,
-}
-
-impl ShardCell {
-    /// Free the keys handed back to this shard, whose entries lock the
-    /// caller holds as `shard`; returns their old entries, to be dropped
-    /// once that lock is released.
-    fn reclaim(&self, shard: &mut Shard) -> Vec<Freed> {
-        if !self.handed_back.pending.load(Ordering::Relaxed) {
-            return Vec::new();
-        }
-        let keys = {
-            let mut keys = self.handed_back.keys.lock();
-            self.handed_back.pending.store(false, Ordering::Relaxed);
-            std::mem::take(&mut *keys)
-        };
-        if shard.closed {
-            return Vec::new(); // drained already
-        }
-        keys.into_iter().map(|key| shard.free(key)).collect()
-    }
 }
 
 #[derive(Debug)]
@@ -276,7 +82,7 @@ pub(crate) struct OwnedTasks {
 }
 
 impl OwnedTasks {
-    /// A registry with at least `min_shards` shards (rounded up to a power of
+    /// A table with at least `min_shards` shards (rounded up to a power of
     /// two so that a shard is picked with a mask).
     pub(crate) fn new(min_shards: usize) -> OwnedTasks {
         let n = min_shards.max(1).next_power_of_two();
@@ -290,14 +96,14 @@ impl OwnedTasks {
     fn with_max_keys(n: usize, max_keys: usize) -> OwnedTasks {
         assert!(
             n.is_power_of_two() && n < 1 << 24,
-            "pool: {n} registry shards (at most 2^24, a power of two)"
+            "pool: {n} table shards (at most 2^24, a power of two)"
         );
         OwnedTasks {
             shard_bits: n.trailing_zeros(),
             max_keys,
             shards: (0..n)
                 .map(|_| ShardCell {
-                    entries: CachePadded::new(Mutex::new(Shard {
+                    entries: CachePadded::new(Mutex::new(TaskShard {
                         pages: Vec::new(),
                         free_head: NONE,
                         closed: false,
@@ -313,7 +119,7 @@ impl OwnedTasks {
 
     /// The name of the task registered in `slot`, if it has one (a lock of
     /// its shard: for a panic's error, not for a poll).
-    pub(crate) fn name(&self, slot: Slot) -> Option<Arc<str>> {
+    pub(crate) fn name(&self, slot: LiveSlot) -> Option<Arc<str>> {
         let shard = self.shards[slot.shard].entries.lock();
         shard.names.get(slot.key).cloned()
     }
@@ -324,7 +130,7 @@ impl OwnedTasks {
     #[inline]
     pub(crate) fn record_wait(
         &self,
-        slot: Slot,
+        slot: LiveSlot,
         id: u64,
         poll: u32,
         wait: Wait,
@@ -336,7 +142,7 @@ impl OwnedTasks {
 
     /// The waits the task `id` registered in `slot` recorded in its poll
     /// `poll`, if that poll recorded any.
-    pub(crate) fn waits(&self, slot: Slot, id: u64, poll: u32) -> Option<WaitCopy> {
+    pub(crate) fn waits(&self, slot: LiveSlot, id: u64, poll: u32) -> Option<WaitCopy> {
         self.boards[slot.shard].read(slot.key, id, poll)
     }
 
@@ -350,9 +156,9 @@ impl OwnedTasks {
             .sum()
     }
 
-    /// True once shutdown has closed the registry and taken its wakers
+    /// True once shutdown has closed the table and taken its wakers
     /// (`close_and_drain`). A task polled after that must end instead
-    /// (`TaskFuture::poll` cancels it): the registry no longer holds a waker
+    /// (`TaskFuture::poll` cancels it): the table no longer holds a waker
     /// of it, so if it returned `Pending` nothing would ever wake it again.
     /// That happens when the drain's wake finds the task already scheduled
     /// (a no-op) and a worker that has not left yet runs it. The wake
@@ -367,15 +173,15 @@ impl OwnedTasks {
     pub(crate) const UNREGISTERED: u32 = u32::MAX;
 
     /// `slot` in 32 bits, never `UNREGISTERED` (`max_keys`).
-    pub(crate) fn pack(&self, slot: Slot) -> u32 {
+    pub(crate) fn pack(&self, slot: LiveSlot) -> u32 {
         debug_assert!(slot.shard < self.shards.len() && slot.key < self.max_keys);
         ((slot.key << self.shard_bits) | slot.shard) as u32
     }
 
     /// The slot that `pack` packed in `word`.
-    pub(crate) fn unpack(&self, word: u32) -> Slot {
+    pub(crate) fn unpack(&self, word: u32) -> LiveSlot {
         let word = word as usize;
-        Slot {
+        LiveSlot {
             shard: word & (self.shards.len() - 1),
             key: word >> self.shard_bits,
         }
@@ -383,7 +189,7 @@ impl OwnedTasks {
 
     /// Register a live task's waker in shard `hint` (modulo the shard count),
     /// or, if that one is full and the task is not `pinned` to it, in the
-    /// next shard with room. `None` once the registry is closed (the pool is
+    /// next shard with room. `None` once the table is closed (the pool is
     /// shutting down), or if no shard it may use has room.
     pub(crate) fn insert(
         &self,
@@ -391,7 +197,7 @@ impl OwnedTasks {
         waker: TaskWaker,
         pinned: bool,
         name: Option<Arc<str>>,
-    ) -> Option<Slot> {
+    ) -> Option<LiveSlot> {
         let first = self.shard_of(hint);
         let tries = if pinned { 1 } else { self.shards.len() };
         for shard_index in (first..first + tries).map(|i| i & (self.shards.len() - 1)) {
@@ -405,7 +211,7 @@ impl OwnedTasks {
                 // drop once the lock is released (an empty batch built and
                 // dropped here cost 16 instructions a spawn, callgrind).
                 let key = shard.insert(waker, name);
-                return Some(Slot {
+                return Some(LiveSlot {
                     shard: shard_index,
                     key,
                 });
@@ -419,7 +225,7 @@ impl OwnedTasks {
             let key = shard.insert(waker, name);
             drop(shard);
             drop(reclaimed); // the finished tasks' wakers, outside the lock
-            return Some(Slot {
+            return Some(LiveSlot {
                 shard: shard_index,
                 key,
             });
@@ -429,7 +235,7 @@ impl OwnedTasks {
     }
 
     /// Remove a task's entry when its future is dropped.
-    pub(crate) fn remove(&self, slot: Slot) {
+    pub(crate) fn remove(&self, slot: LiveSlot) {
         let mut shard = self.shards[slot.shard].entries.lock();
         if shard.closed {
             return;
@@ -453,7 +259,7 @@ impl OwnedTasks {
     /// Remove many entries (a worker's batch from other workers' shards):
     /// hand their keys back to their shards, one lock per shard, or, for a
     /// shard whose list is full, free them here; empties `slots`.
-    pub(crate) fn remove_many(&self, slots: &mut Vec<Slot>) {
+    pub(crate) fn remove_many(&self, slots: &mut Vec<LiveSlot>) {
         slots.sort_unstable_by_key(|s| s.shard);
         let mut old = Vec::new();
         for group in slots.chunk_by(|a, b| a.shard == b.shard) {
@@ -508,7 +314,7 @@ impl OwnedTasks {
     }
 
     /// Wake the task in `slot`, if it is still registered (`abort`).
-    pub(crate) fn wake(&self, slot: Slot) {
+    pub(crate) fn wake(&self, slot: LiveSlot) {
         if let Some(waker) = self.waker(slot) {
             waker.wake();
         }
@@ -517,7 +323,7 @@ impl OwnedTasks {
     /// A clone of the waker in `slot`, if a task is registered there (it
     /// may be another task than the one whose slot it was: see
     /// `TaskHeader::live_waker`).
-    pub(crate) fn waker(&self, slot: Slot) -> Option<Waker> {
+    pub(crate) fn waker(&self, slot: LiveSlot) -> Option<Waker> {
         let shard = self.shards[slot.shard].entries.lock();
         shard.get(slot.key)?.waker().map(|w| w.with(Waker::clone))
     }
@@ -575,6 +381,7 @@ impl OwnedTasks {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::task::task_shard::{Entry, PAGE};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
@@ -595,7 +402,7 @@ mod tests {
     }
 
     /// Register `n` clones of `waker` with shard hint `hint`.
-    fn fill(tasks: &OwnedTasks, hint: usize, waker: &Waker, n: usize) -> Vec<Slot> {
+    fn fill(tasks: &OwnedTasks, hint: usize, waker: &Waker, n: usize) -> Vec<LiveSlot> {
         (0..n)
             .map(|_| {
                 tasks
@@ -648,7 +455,7 @@ mod tests {
             tasks
                 .insert(0, TaskWaker::boxed(waker.clone()), false, None)
                 .is_none(),
-            "closed registry"
+            "closed table"
         );
         tasks.remove(b); // a no-op once closed
         tasks.wake(b); // likewise
@@ -785,16 +592,16 @@ mod tests {
             let tasks = OwnedTasks::new(shards);
             let last_key = tasks.max_keys - 1;
             for slot in [
-                Slot { shard: 0, key: 0 },
-                Slot {
+                LiveSlot { shard: 0, key: 0 },
+                LiveSlot {
                     shard: shards - 1,
                     key: 1,
                 },
-                Slot {
+                LiveSlot {
                     shard: shards - 1,
                     key: last_key,
                 },
-                Slot {
+                LiveSlot {
                     shard: 0,
                     key: last_key,
                 },

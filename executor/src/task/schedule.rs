@@ -8,13 +8,13 @@
 //! budget, and, when its header is dropped, a way to give back its share
 //! of the pool (`share.rs`). That is the [`Schedule`] trait (tokio's task
 //! module has one of the same name). The scheduler names its type for this floor by
-//! implementing [`Binding`] for [`Bound`]; [`Scheduler`] is the type that
+//! implementing [`RegistryBinding`] for [`RegistryBound`]; [`Registry`] is the type that
 //! resolves to, at compile time. So the header holds a plain pointer to the
 //! scheduler's registry (no trait object: no extra word per task, no
 //! dynamic call), while no file here imports the scheduler.
 
 use super::header::TaskHeader;
-use super::owned::{OwnedTasks, Slot};
+use super::owned::{LiveSlot, OwnedTasks};
 use super::waits::Wait;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
@@ -30,7 +30,7 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// closure's. `local` for a `spawn_local` task (dropped on its own
     /// worker, which counts its live ones). `header` is the task's: only a
     /// pool that serves tokio-console reads it (its id).
-    fn release(&self, header: &TaskHeader, slot: Option<Slot>, local: bool, blocking: bool);
+    fn release(&self, header: &TaskHeader, slot: Option<LiveSlot>, local: bool, blocking: bool);
 
     /// Poll the future of `header`'s task: `poll` (which catches its
     /// panics) with the context it is to see, `cx` itself unless the pool
@@ -71,14 +71,15 @@ pub(crate) trait Schedule: Send + Sync + 'static {
 }
 
 /// Names the scheduler's type for this floor: implemented once, by the
-/// scheduler, for [`Bound`] (`scheduler/registry.rs`).
-pub(crate) trait Binding {
+/// scheduler, for [`RegistryBound`] (`scheduler/registry.rs`).
+pub(crate) trait RegistryBinding {
     /// The type that owns tasks: the scheduler's `Registry`.
-    type Scheduler: Schedule;
+    type Registry: Schedule;
 }
 
-/// What [`Binding`] is implemented for: a type with no values.
-pub(crate) enum Bound {}
+/// What [`RegistryBinding`] is implemented for: a type with no values.
+pub(crate) enum RegistryBound {}
 
-/// The scheduler's type, as this floor names it.
-pub(crate) type Scheduler = <Bound as Binding>::Scheduler;
+/// The scheduler's `Registry`, as this floor names it: the same type
+/// under the same name, bound here (`docs/ARCHITECTURE.md`, "Floors").
+pub(crate) type Registry = <RegistryBound as RegistryBinding>::Registry;

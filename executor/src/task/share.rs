@@ -2,7 +2,7 @@
 //! one shared cache line per spawn.
 //!
 //! A task's header must reach its pool for as long as the header lives: a
-//! wake schedules through the pool, the future's drop leaves its registry,
+//! wake schedules through the pool, the future's drop leaves its table,
 //! an abort looks the task up there. The header used to hold one strong
 //! count of the pool's `Arc`, taken at spawn and given back by its drop:
 //! two locked read-modify-writes per task on the one cache line of that

@@ -22,7 +22,7 @@
 //!   cache lines and writes none.
 //! * A program with more than `MAX_SITES` distinct sites gets `OVERFLOW` for
 //!   the sites beyond: their tasks report `full_table`'s own location, which
-//!   says so, and the registry keeps their wakers whole (boxed, `waker.rs`):
+//!   says so, and the table keeps their wakers whole (boxed, `waker.rs`):
 //!   an overflow costs bytes, never a wrong waker.
 
 use std::panic::Location;

@@ -1,11 +1,11 @@
-//! `WaitBoard`: what each live task of a registry shard is waiting on, as
+//! `WaitBoard`: what each live task of a table shard is waiting on, as
 //! the pool's own futures recorded it when they returned `Pending` inside
 //! the task's last poll (`TaskInfo::waiting_on`, API "Where each task
 //! waits").
 //!
 //! A pool future that returns `Pending` inside a task's poll records a
 //! `Wait` (what it is, where it was made, one or two numbers) in its
-//! task's `WaitSlot`, found by the task's registry slot: no lock, no
+//! task's `WaitSlot`, found by the task's table slot: no lock, no
 //! allocation, a few stores. The slot says which poll its records belong
 //! to (the task's id and its poll count, from its header), so the next
 //! poll starts afresh at its first record, and a poll that records nothing
@@ -377,7 +377,7 @@ pub(crate) struct WaitCopy {
     pub(crate) recorded: usize,
 }
 
-/// The waits of one shard's tasks, by registry key.
+/// The waits of one shard's tasks, by table key.
 pub(crate) struct WaitBoard {
     segments: [AtomicPtr<WaitSlot>; SEGMENTS],
 }

@@ -19,7 +19,7 @@
 //!   site word at `SITE_FROM_DATA` of that pointer names a site whose vtable
 //!   is the waker's own; or a boxed `Waker` (`BOXED` set): every other waker
 //!   (a site past the table's bound, a test's waker). Bit 0 is clear in
-//!   both, for the registry's free entries (`owned.rs`).
+//!   both, for the table's free entries (`owned.rs`).
 //! * The distance from a data pointer to its task's site word is the same
 //!   for every task (the header sits at a fixed place in async-task's
 //!   allocation): learned at the first task's `TaskWaker::new`, checked at

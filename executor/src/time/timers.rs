@@ -60,7 +60,7 @@ pub(crate) struct TimerKey {
 }
 
 #[derive(Debug, Default)]
-struct Shard {
+struct TimerShard {
     entries: BTreeMap<(Instant, u64), Waker>,
     next_seq: u64,
     shut_down: bool,
@@ -69,7 +69,7 @@ struct Shard {
 /// A shard and what it publishes without its lock.
 #[derive(Debug, Default)]
 struct Locked {
-    shard: Mutex<Shard>,
+    shard: Mutex<TimerShard>,
     /// The time (from `origin`, in nanoseconds) up to which the shard has
     /// been fired: stored under the lock after each fire.
     fired_until: AtomicU64,
@@ -122,9 +122,9 @@ impl Timers {
         nanos.min(u128::from(NONE - 1)) as u64
     }
 
-    /// Shard `shard`'s lock, taken by the thread whose shard is `mine`.
+    /// TimerShard `shard`'s lock, taken by the thread whose shard is `mine`.
     #[inline]
-    fn lock(&self, shard: usize, mine: usize) -> MutexGuard<'_, Shard> {
+    fn lock(&self, shard: usize, mine: usize) -> MutexGuard<'_, TimerShard> {
         if shard != mine {
             self.foreign.fetch_add(1, Ordering::Relaxed);
         }
@@ -134,7 +134,7 @@ impl Timers {
     /// Publish shard `shard`'s earliest deadline; under its lock. True if
     /// that changed it.
     #[inline]
-    fn publish(&self, shard: usize, locked: &Shard) -> bool {
+    fn publish(&self, shard: usize, locked: &TimerShard) -> bool {
         let earliest = locked
             .entries
             .first_key_value()
@@ -235,7 +235,7 @@ impl Timers {
         // A paused clock's sleeper waits for the pool to be quiet, not for
         // a deadline (`Deadlines::park_paused`).
         self.deadlines.park_paused();
-        let mut shards: Vec<MutexGuard<'_, Shard>> =
+        let mut shards: Vec<MutexGuard<'_, TimerShard>> =
             self.shards.iter().map(|s| s.shard.lock()).collect();
         let first = shards
             .iter()
@@ -342,7 +342,7 @@ impl Timers {
     fn take_due(
         &self,
         index: usize,
-        shard: &mut Shard,
+        shard: &mut TimerShard,
         now: Instant,
         take: &mut dyn FnMut(Instant, Waker),
     ) -> bool {

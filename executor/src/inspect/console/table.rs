@@ -66,13 +66,13 @@ impl Hasher for IdHasher {
 /// finished ones oldest first, and entries let go that nobody else holds,
 /// kept for the shard's next spawns.
 #[derive(Default)]
-struct Shard {
+struct ConsoleShard {
     live: HashMap<u64, Arc<Entry>, BuildHasherDefault<IdHasher>>,
     finished: VecDeque<Arc<Entry>>,
     spare: Vec<Arc<Entry>>,
 }
 
-impl Shard {
+impl ConsoleShard {
     /// Let go of the oldest finished task: counted lost if no publish sent
     /// it, kept as a spare if nobody else holds it (no counting waker of
     /// it is left).
@@ -97,7 +97,7 @@ pub(crate) struct Entry {
 
 /// Every task of one pool, as the console sees them.
 pub(crate) struct TaskTable {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Mutex<ConsoleShard>]>,
     /// Finished tasks let go before a publish sent them.
     lost: AtomicU64,
 }
@@ -114,12 +114,14 @@ pub(crate) struct Publish {
 impl TaskTable {
     pub(crate) fn new() -> TaskTable {
         TaskTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(ConsoleShard::default()))
+                .collect(),
             lost: AtomicU64::new(0),
         }
     }
 
-    fn shard(&self, id: TaskId) -> &Mutex<Shard> {
+    fn shard(&self, id: TaskId) -> &Mutex<ConsoleShard> {
         &self.shards[id.as_u64() as usize & (SHARDS - 1)]
     }
 

@@ -60,7 +60,7 @@ use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
 use crate::task::id::TaskId;
-use crate::task::owned::Slot;
+use crate::task::owned::LiveSlot;
 use crate::task::waits::{Wait, WaitScratch};
 #[cfg(feature = "tokio-compat")]
 use crate::tokio_compat::worker_runtime::WorkerRuntime;
@@ -424,7 +424,7 @@ impl WorkerThread {
     }
 
     /// Remove `slot` from the live tasks with the next batch.
-    pub(crate) fn defer_removal(&self, slot: Slot) {
+    pub(crate) fn defer_removal(&self, slot: LiveSlot) {
         self.removals.defer(slot, self.registry.tasks());
     }
 

@@ -4,8 +4,8 @@
 //! that shard's lock once per `REMOVAL_BATCH` tasks (`task/owned.rs`, the
 //! hand-back).
 
+use crate::task::owned::LiveSlot;
 use crate::task::owned::OwnedTasks;
-use crate::task::owned::Slot;
 use std::cell::RefCell;
 
 /// Removals from other workers' shards of the live-task table that a
@@ -14,7 +14,7 @@ const REMOVAL_BATCH: usize = 32;
 
 /// Finished tasks of other workers' shards, not yet removed. Touched only
 /// by its worker's thread.
-pub(super) struct Removals(RefCell<Vec<Slot>>);
+pub(super) struct Removals(RefCell<Vec<LiveSlot>>);
 
 impl Removals {
     pub(super) fn new() -> Removals {
@@ -22,7 +22,7 @@ impl Removals {
     }
 
     /// Remove `slot` from `tasks` with the next batch.
-    pub(super) fn defer(&self, slot: Slot, tasks: &OwnedTasks) {
+    pub(super) fn defer(&self, slot: LiveSlot, tasks: &OwnedTasks) {
         let full = {
             let mut removals = self.0.borrow_mut();
             removals.push(slot);
