@@ -85,16 +85,18 @@ impl Builder {
     }
 
     /// The prefix of the pool's thread names: workers are `NAME-0`,
-    /// `NAME-1`, ...; the watcher `NAME-watcher`; blocking threads
-    /// `NAME-blocking-K`; with `tokio-compat`, tokio's blocking threads
-    /// `NAME-tokio-blocking` (tokio's own tasks run on the workers); with
-    /// `console`, the console's server `NAME-console`. Those
+    /// `NAME-1`, .... The other threads are not workers, and are named
+    /// after NAME without a trailing `-worker` (BASE): the watcher
+    /// `BASE-watcher`; blocking threads `BASE-blocking-K`; with
+    /// `tokio-compat`, tokio's blocking threads `BASE-tokio-blocking`
+    /// (tokio's own tasks run on the workers); with `console`, the
+    /// console's server `BASE-console`. So the default pool's are
+    /// `pool-worker-0`, `pool-watcher`, `pool-blocking-3`. Those
     /// are the names `std::thread::current()`
     /// and panic messages show. The kernel keeps 15 bytes of a name (what
     /// `ps -L` and `top` show): where a full name is longer, the kernel's
     /// name keeps the kind and the index whole and cuts the prefix
-    /// (`pool-worker-0`, `pool-work-watch`, `pool-worke-blk3`,
-    /// `pool-worke-tblk`, `pool-worke-cons`), so every kind is told apart.
+    /// (`pool-blk12`, `pool-tblk`), so every kind is told apart.
     /// An empty name, or one with a NUL byte, is an `InvalidInput` error at
     /// `build`.
     ///

@@ -28,9 +28,9 @@ fn each_kind_of_thread_has_its_own_kernel_name() {
         let expected = [
             "pool-worker-0",
             "pool-worker-1",
-            "pool-work-watch",
-            "pool-worke-blk0",
-            "pool-worke-tblk",
+            "pool-watcher",
+            "pool-blocking-0",
+            "pool-tblk",
         ];
         // A thread renames itself as it starts: give each a moment.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -49,7 +49,8 @@ fn each_kind_of_thread_has_its_own_kernel_name() {
         let blocking = pool.block_on(async {
             pool::spawn_blocking(|| std::thread::current().name().map(str::to_owned)).await
         });
-        assert_eq!(blocking.unwrap().as_deref(), Some("pool-worker-blocking-0"));
+        // Not a worker: named after the pool, not `pool-worker-blocking-0`.
+        assert_eq!(blocking.unwrap().as_deref(), Some("pool-blocking-0"));
     });
 }
 

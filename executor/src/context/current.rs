@@ -65,9 +65,13 @@ pub(crate) fn refuse_if_seeded(what: &str) -> std::io::Result<()> {
     }
 }
 
-/// The current pool's I/O driver, for a new socket or timer.
-pub(crate) fn use_driver() -> Arc<Driver> {
-    with_current(|registry| Arc::clone(registry.use_driver()))
+/// The current pool's I/O driver, enabled for its sleepers
+/// (`Registry::enable_driver`): for a new socket or timer.
+pub(crate) fn enabled_driver() -> Arc<Driver> {
+    with_current(|registry| {
+        registry.enable_driver();
+        Arc::clone(registry.driver())
+    })
 }
 
 /// This thread's index among the workers of the pool whose driver is

@@ -7,7 +7,7 @@
 //!   submitted from the worker that polls it and, when the page cache
 //!   serves it, completes inside that submission: no thread hand-off.
 //! * **The blocking threads**, batched (`scheduler/blocking.rs`, light
-//!   jobs): everything the ring has no operation for or no gain in (metadata,
+//!   calls): everything the ring has no operation for or no gain in (metadata,
 //!   directories, renames: io_uring sends `statx` and its kin to its own
 //!   worker threads anyway), and every operation when the ring is not
 //!   there.
@@ -75,9 +75,10 @@ impl Engine {
             #[cfg(target_os = "linux")]
             ring_of: {
                 let worker = worker.map(|w| w.index());
-                (registry.io_uring_allowed()
-                    && ring_allowed()
-                    && registry.use_driver().rings_work(worker))
+                (registry.io_uring_allowed() && ring_allowed() && {
+                    registry.enable_driver();
+                    registry.driver().rings_work(worker)
+                })
                 .then_some(worker)
             },
         })
@@ -85,12 +86,13 @@ impl Engine {
 
     /// The ring of this engine's worker (`io/uring.rs`), if this engine
     /// uses one: made at the first operation that asks for it, so a worker
-    /// that only ever runs metadata and directory jobs makes none (a ring
+    /// that only ever runs metadata and directory calls makes none (a ring
     /// is 1 024 completion entries of memory and an epoll registration).
     #[cfg(target_os = "linux")]
     pub(super) fn ring(&self) -> Option<&Arc<Ring>> {
         let worker = self.ring_of?;
-        self.registry.use_driver().ring(worker)
+        self.registry.enable_driver();
+        self.registry.driver().ring(worker)
     }
 
     /// Run `f` on the blocking threads, batched; its panic resumes in the

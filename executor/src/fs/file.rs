@@ -5,7 +5,7 @@
 //!
 //! The cursor operations run in order, like tokio's. A write copies the
 //! caller's bytes into the file's queue and returns at once; one blocking
-//! job writes the queue behind the task, in order, while the task copies
+//! call writes the queue behind the task, in order, while the task copies
 //! its next bytes (`write_behind.rs`); an error, if any, comes from the
 //! next operation, or `flush`. A read, a seek or a sync first waits for
 //! the queue to be written. A read reads into the file's buffer and hands

@@ -21,7 +21,7 @@
 //!   each, as tokio's `spawn_blocking` per call does.
 //!
 //! A [`File`]'s writes at its cursor, on either engine, are queued and
-//! written behind the task by one blocking job, in order: `write` returns
+//! written behind the task by one blocking call, in order: `write` returns
 //! once its bytes are queued, the task copies its next ones while the last
 //! are written, and an error comes from the next operation or `flush`. (A
 //! buffered write on ext4 runs on a thread whichever engine submits it;

@@ -257,7 +257,7 @@ async fn close(engine: &Engine, file: Arc<StdFile>) -> io::Result<()> {
 
 /// The whole file at `path` (`fs::read`): on the ring, an open, reads until
 /// the end and a close, each usually completing inside its submission; on
-/// the blocking threads, `std::fs::read` as one job.
+/// the blocking threads, `std::fs::read` as one call.
 pub(super) async fn read_file(engine: &Engine, path: PathBuf) -> io::Result<Vec<u8>> {
     #[cfg(target_os = "linux")]
     if engine.ring().is_some() {

@@ -1,9 +1,9 @@
 //! `ReadDir` and `DirEntry`: a directory's entries, read off the workers a
-//! chunk at a time (one job reads `CHUNK` entries and their file types), as
+//! chunk at a time (one call reads `CHUNK` entries and their file types), as
 //! a `Stream` and with `next_entry`.
 //!
 //! Once an entry's `metadata` is asked for, the following chunks read every
-//! entry's metadata in the same job (a `du`, an `ls -l`, a file server's
+//! entry's metadata in the same call (a `du`, an `ls -l`, a file server's
 //! index): one thread hand-off per chunk instead of one per entry.
 
 use super::engine::{Blocking, Engine};
@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-/// Entries one job reads.
+/// Entries one call reads.
 const CHUNK: usize = 64;
 
 /// The entries of a directory ([`read_dir`](super::read_dir)), as a
@@ -143,8 +143,8 @@ impl ReadDir {
                         },
                     ));
                 }
-                State::Reading(job) => {
-                    let chunk = ready!(Pin::new(job).poll(cx));
+                State::Reading(call) => {
+                    let chunk = ready!(Pin::new(call).poll(cx));
                     match chunk {
                         Ok(chunk) => self.state = State::Idle(Some(chunk)),
                         Err(e) => {

@@ -1,5 +1,5 @@
 //! `WriteBehind`: a `File`'s writes at its cursor, run behind the task on
-//! one blocking job that writes what the task queued, in order, until the
+//! one blocking call that writes what the task queued, in order, until the
 //! queue is empty.
 //!
 //! Why not one operation per write, as tokio does (and as this file did on
@@ -10,21 +10,21 @@
 //! next megabyte and has handed it over. 1 GiB in 1 MiB writes into the
 //! page cache took 1.5x std's time that way, on either engine
 //! (`fs/README.md`, "Cursor writes"). Here the task copies its next bytes
-//! while the job writes the last ones, and the job takes them as soon as it
+//! while the call writes the last ones, and the call takes them as soon as it
 //! is done: 1.1x std's, the copy that async I/O with a borrowed buffer
 //! cannot avoid.
 //!
 //! # Invariants
 //!
 //! * The bytes reach the file in the order `poll_write` accepted them, at
-//!   the file's cursor: one job writes at a time (`running`), and it takes
+//!   the file's cursor: one call writes at a time (`running`), and it takes
 //!   the whole queue at once.
 //! * At most `limit` bytes wait in the queue; a `poll_write` that finds it
-//!   full waits until the job takes it (the job wakes it then).
-//! * After a failed write the job writes nothing more: what was queued is
+//!   full waits until the call takes it (the call wakes it then).
+//! * After a failed write the call writes nothing more: what was queued is
 //!   dropped, and the error is the next operation's (the next write, a
 //!   flush, a read, a seek, a sync).
-//! * The job holds a paused clock while it runs (`Engine::run_behind`):
+//! * The call holds a paused clock while it runs (`Engine::run_behind`):
 //!   a file being written keeps a paused pool from jumping, as an operation
 //!   in flight does.
 
@@ -37,7 +37,7 @@ use std::io::{self, Write as _};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-/// The queue of one file's cursor writes, shared with its job.
+/// The queue of one file's cursor writes, shared with its call.
 #[derive(Default)]
 pub(super) struct WriteBehind {
     state: Mutex<State>,
@@ -45,22 +45,22 @@ pub(super) struct WriteBehind {
 
 #[derive(Default)]
 struct State {
-    /// Bytes accepted and not yet taken by the job, in order.
+    /// Bytes accepted and not yet taken by the call, in order.
     queued: Vec<u8>,
-    /// A buffer the job is done with: the queue's next one, so that the two
+    /// A buffer the call is done with: the queue's next one, so that the two
     /// buffers' memory is reused rather than allocated per write.
     spare: Vec<u8>,
-    /// The job runs, and takes the queue before it ends.
+    /// The call runs, and takes the queue before it ends.
     running: bool,
     /// The error of a write that failed, for the next operation.
     error: Option<io::Error>,
-    /// The task waiting for room in the queue or for the job to end.
+    /// The task waiting for room in the queue or for the call to end.
     waker: Option<Waker>,
 }
 
 impl WriteBehind {
     /// Queue what fits of `src` (`limit` bytes at most wait), starting the
-    /// job if it is not running: how much was taken, or the error of an
+    /// call if it is not running: how much was taken, or the error of an
     /// earlier write. Pending while the queue is full.
     pub(super) fn poll_write(
         self: &Arc<Self>,
@@ -88,12 +88,12 @@ impl WriteBehind {
         if !state.running {
             state.running = true;
             drop(state);
-            let job = Job {
+            let call = WriteRun {
                 behind: Arc::clone(self),
                 std: Some(Arc::clone(std)),
                 ran: false,
             };
-            Engine::current(FileOp::Write, None).run_behind(move || job.run());
+            Engine::current(FileOp::Write, None).run_behind(move || call.run());
         }
         Poll::Ready(Ok(n))
     }
@@ -114,7 +114,7 @@ impl WriteBehind {
         })
     }
 
-    /// The job ends (or will never run, with `error`): what is queued is
+    /// The call ends (or will never run, with `error`): what is queued is
     /// dropped (nothing, unless a write failed), and the task that waits
     /// is woken once the lock is let go.
     fn stop(mut state: parking_lot::MutexGuard<'_, State>, error: Option<io::Error>) {
@@ -142,18 +142,18 @@ fn note_writes(std: &StdFile) {
     });
 }
 
-/// The job of one run of writes: it writes the queue until it is empty.
-struct Job {
+/// The call of one run of writes: it writes the queue until it is empty.
+struct WriteRun {
     behind: Arc<WriteBehind>,
     /// Let go before the task is told the writes are done, so that
     /// `File::into_std` then finds the file's only reference.
     std: Option<Arc<StdFile>>,
-    /// `run` returned; otherwise the job was dropped unrun (the pool shut
+    /// `run` returned; otherwise the call was dropped unrun (the pool shut
     /// down) and the writes are lost.
     ran: bool,
 }
 
-impl Job {
+impl WriteRun {
     fn run(mut self) {
         let this = Arc::clone(&self.behind);
         loop {
@@ -198,7 +198,7 @@ impl Job {
     }
 }
 
-impl Drop for Job {
+impl Drop for WriteRun {
     fn drop(&mut self) {
         if !self.ran {
             WriteBehind::stop(

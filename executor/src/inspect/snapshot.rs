@@ -37,7 +37,7 @@ pub(crate) fn metrics(r: &Registry) -> Metrics {
     (m.blocking_threads, m.blocking_queue_depth) = r.blocking().threads_and_queue();
     m.injector_depth = r.injector_len();
     m.io_events = r.driver().io_events();
-    m.fs_blocking_ops = r.light_jobs().light_jobs_run();
+    m.fs_blocking_ops = r.light_calls().light_calls_run();
     let ring_ops = r.driver().ring_ops();
     m.fs_ring_ops = ring_ops.unwrap_or(0);
     m.fs_engine = match ring_ops {

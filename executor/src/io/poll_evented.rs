@@ -61,7 +61,7 @@ impl<S: Source + AsRawFd> PollEvented<S> {
     }
 
     fn register(mut source: S, made: Option<(Resource, u16, RawFd)>) -> io::Result<PollEvented<S>> {
-        let driver = crate::context::current::use_driver();
+        let driver = crate::context::current::enabled_driver();
         let (token, io) = driver.register(&mut source)?;
         driver.did_io();
         Ok(PollEvented {

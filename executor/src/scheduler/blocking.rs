@@ -7,8 +7,8 @@
 //! FIFO queue instead of a worker's deque. So it can only ever run on a
 //! blocking thread.
 //!
-//! Light jobs (one file operation each, `pool::fs`) do not become tasks:
-//! `light_jobs.rs` batches them onto drainers, which are blocking tasks.
+//! Light calls (one file operation each, `pool::fs`) do not become tasks:
+//! `light_calls.rs` batches them onto drainers, which are blocking tasks.
 //!
 //! # Invariants
 //!

@@ -14,7 +14,7 @@
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained` |
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`) |
-//! | `light_jobs.rs` | `LightJobs`: the batched light jobs of `pool::fs` on the blocking engine, and their drainers |
+//! | `light_calls.rs` | `LightCalls`: the batched light calls of `pool::fs` on the blocking engine, and their drainers |
 //! | `io_driver.rs` | `IoDriver`: what the scheduler needs of the I/O driver a floor above |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
@@ -32,7 +32,7 @@ pub(crate) mod config;
 pub(crate) mod coop;
 pub(crate) mod global;
 pub(crate) mod io_driver;
-pub(crate) mod light_jobs;
+pub(crate) mod light_calls;
 pub(crate) mod registry;
 pub(crate) mod shutdown;
 pub(crate) mod shutdown_state;

@@ -30,7 +30,7 @@ use super::blocking::{BlockingPool, BlockingPoolOwner};
 use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::Driver;
-use super::light_jobs::LightJobs;
+use super::light_calls::LightCalls;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::worker::WorkerThread;
@@ -112,8 +112,8 @@ pub(crate) struct Registry {
     outside_stats: CachePadded<WorkerStats>,
     shutdown: ShutdownState,
     blocking: BlockingPool,
-    /// The light jobs of `pool::fs` on the blocking engine.
-    light_jobs: LightJobs,
+    /// The light calls of `pool::fs` on the blocking engine.
+    light_calls: LightCalls,
     /// The coarse clock of task ages, published by the watcher.
     clock: CoarseClock,
     /// The workers' timeline, when the pool is traced.
@@ -304,7 +304,7 @@ impl Registry {
             outside_stats: CachePadded::new(WorkerStats::default()),
             shutdown: ShutdownState::new(),
             blocking: BlockingPool::new(config.blocking),
-            light_jobs: LightJobs::default(),
+            light_calls: LightCalls::default(),
             clock: CoarseClock::default(),
             timeline,
             busy_clock: BusyClock::new(),
@@ -398,9 +398,9 @@ impl Registry {
         self.io_uring
     }
 
-    /// The light jobs of `pool::fs` (`Registry::run_batched`, `spawn.rs`).
-    pub(crate) fn light_jobs(&self) -> &LightJobs {
-        &self.light_jobs
+    /// The light calls of `pool::fs` (`Registry::run_batched`, `spawn.rs`).
+    pub(crate) fn light_calls(&self) -> &LightCalls {
+        &self.light_calls
     }
 
     pub(super) fn shutdown_state(&self) -> &ShutdownState {
@@ -531,22 +531,22 @@ impl Registry {
         !self.injector.is_empty()
     }
 
-    /// The pool's I/O driver as it is: for the workers' polls, shutdown and
-    /// the pool's clock; no socket or timer is made with it (`use_driver`).
+    /// The pool's I/O driver. Before a socket, timer or ring is made on it,
+    /// `enable_driver` lets the sleepers block in it.
     #[inline]
     pub(crate) fn driver(&self) -> &Arc<Driver> {
         &self.io
     }
 
-    /// The pool's I/O driver, for a new socket or timer: the first such use
-    /// lets a sleeper block in the driver from then on (`SleepManager::enable_driver`).
+    /// A socket, timer or ring is about to be made on the driver: the first
+    /// such call lets a sleeper block in the driver from then on
+    /// (`SleepManager::enable_driver`); the later ones are one load.
     #[inline]
-    pub(crate) fn use_driver(&self) -> &Arc<Driver> {
+    pub(crate) fn enable_driver(&self) {
         let woken = self.sleep.enable_driver();
         if woken > 0 {
             self.count(self.local_worker(), |s| &s.wakeups, woken as u64);
         }
-        &self.io
     }
 
     /// Wake worker `index` if it sleeps (its latch was set), and count it.

@@ -59,7 +59,7 @@ pub(crate) fn shutdown(registry: &Arc<Registry>, threads: &mut Threads, timeout:
     // 1. Refuse new work and stop everyone.
     registry.shutdown_state().begin();
     registry.sleep_manager().watcher().stop();
-    registry.light_jobs().close();
+    registry.light_calls().close();
     registry.blocking().begin_shutdown();
     #[cfg(feature = "console")]
     if let Some(console) = threads.console.take() {

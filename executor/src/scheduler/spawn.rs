@@ -20,7 +20,7 @@
 //!   (`spawn_raw`), as `schedule_task` would.
 
 use super::blocking::BlockingTask;
-use super::light_jobs::Job;
+use super::light_calls::LightCall;
 use super::registry::Registry;
 use super::shutdown::drain_queues;
 use super::worker::WorkerThread;
@@ -37,16 +37,16 @@ use std::future::Future;
 use std::panic::Location;
 use std::sync::Arc;
 
-/// Run a light job (one file operation) on the blocking threads,
-/// batched with the others (`light_jobs.rs`): a drainer it needs starts
-/// as a `spawn_blocking` closure. A job the pool never runs (it shut
-/// down) is dropped: its owner learns it from what the job owned.
-pub(crate) fn run_batched(registry: &Arc<Registry>, job: Job) {
-    registry.light_jobs().submit(job, |me| {
+/// Run a light call (one file operation) on the blocking threads,
+/// batched with the others (`light_calls.rs`): a drainer it needs starts
+/// as a `spawn_blocking` closure. A call the pool never runs (it shut
+/// down) is dropped: its owner learns it from what the call owned.
+pub(crate) fn run_batched(registry: &Arc<Registry>, call: LightCall) {
+    registry.light_calls().submit(call, |me| {
         let drainer_registry = Arc::clone(registry);
         let drainer = spawn_blocking_task(
             registry,
-            move || drainer_registry.light_jobs().drain(me),
+            move || drainer_registry.light_calls().drain(me),
             Location::caller(),
             None,
         );

@@ -5,15 +5,20 @@
 //! where the kinds differ (`pool-worker-watcher`, `pool-worker-blocking-3`
 //! and `pool-worker-tokio-blocking` all showed as `pool-worker-...` cut at
 //! 15), so the short name keeps the kind (and the
-//! index) whole and cuts the prefix instead:
+//! index) whole and cuts the prefix instead.
 //!
-//! | thread | full name | short name, prefix `pool-worker` |
-//! |---|---|---|
-//! | worker `i` | `NAME-i` | `pool-worker-0` |
-//! | the watcher | `NAME-watcher` | `pool-work-watch` |
-//! | blocking thread `k` | `NAME-blocking-k` | `pool-work-blk12` |
-//! | a tokio blocking thread | `NAME-tokio-blocking` | `pool-worke-tblk` |
-//! | the console's server (feature `console`) | `NAME-console` | `pool-worke-cons` |
+//! Workers are `NAME-i` (`Builder::thread_name`, "pool-worker" by
+//! default). The other threads are not workers, so they are named after
+//! the pool's BASE: NAME without a trailing `-worker` (the default's
+//! `pool`; a NAME of `db` is its own BASE):
+//!
+//! | thread | full name | default, full | default, short |
+//! |---|---|---|---|
+//! | worker `i` | `NAME-i` | `pool-worker-0` | `pool-worker-0` |
+//! | the watcher | `BASE-watcher` | `pool-watcher` | `pool-watcher` |
+//! | blocking thread `k` | `BASE-blocking-k` | `pool-blocking-12` | `pool-blk12` |
+//! | a tokio blocking thread | `BASE-tokio-blocking` | `pool-tokio-blocking` | `pool-tblk` |
+//! | the console's server (feature `console`) | `BASE-console` | `pool-console` | `pool-console` |
 
 use crate::context::thread_kind::ThreadKind;
 use std::io;
@@ -23,14 +28,25 @@ use std::thread;
 const KERNEL_NAME_MAX: usize = 15;
 
 impl ThreadKind {
-    /// The full name of this kind of thread of pool `prefix`.
+    /// The full name of this kind of thread of pool `prefix` (the pool's
+    /// `thread_name`).
     pub(crate) fn full_name(self, prefix: &str) -> String {
+        let base = base_of(prefix);
         match self {
             ThreadKind::Worker(i) => format!("{prefix}-{i}"),
-            ThreadKind::Watcher => format!("{prefix}-watcher"),
-            ThreadKind::Blocking(k) => format!("{prefix}-blocking-{k}"),
-            ThreadKind::TokioBlocking => format!("{prefix}-tokio-blocking"),
-            ThreadKind::Console => format!("{prefix}-console"),
+            ThreadKind::Watcher => format!("{base}-watcher"),
+            ThreadKind::Blocking(k) => format!("{base}-blocking-{k}"),
+            ThreadKind::TokioBlocking => format!("{base}-tokio-blocking"),
+            ThreadKind::Console => format!("{base}-console"),
+        }
+    }
+
+    /// What this kind's names start with: the pool's `thread_name` for a
+    /// worker, its base for the others (`base_of`).
+    fn name_start(self, prefix: &str) -> &str {
+        match self {
+            ThreadKind::Worker(_) => prefix,
+            _ => base_of(prefix),
         }
     }
 
@@ -48,14 +64,15 @@ impl ThreadKind {
             ThreadKind::TokioBlocking => "-tblk".to_string(),
             ThreadKind::Console => "-cons".to_string(),
         };
+        let start = self.name_start(prefix);
         let mut keep = KERNEL_NAME_MAX
             .saturating_sub(suffix.len())
-            .min(prefix.len());
-        while !prefix.is_char_boundary(keep) {
+            .min(start.len());
+        while !start.is_char_boundary(keep) {
             keep -= 1;
         }
         // A prefix cut just after a dash would show two in a row.
-        format!("{}{suffix}", prefix[..keep].trim_end_matches('-'))
+        format!("{}{suffix}", start[..keep].trim_end_matches('-'))
     }
 
     /// Start a thread of this kind for pool `prefix` with `builder` (its
@@ -75,6 +92,16 @@ impl ThreadKind {
             f()
         })
     }
+}
+
+/// The base of pool `prefix`'s thread names that are not workers': the
+/// prefix without a trailing `-worker`, so that the default pool's blocking
+/// threads are `pool-blocking-k`, not `pool-worker-blocking-k`.
+fn base_of(prefix: &str) -> &str {
+    prefix
+        .strip_suffix("-worker")
+        .filter(|base| !base.is_empty())
+        .unwrap_or(prefix)
 }
 
 /// Set the calling thread's name in the kernel (`ps -L`, `top`).
@@ -98,9 +125,13 @@ mod tests {
     fn short_names_keep_the_kind_and_fit_the_kernel() {
         let p = "pool-worker";
         assert_eq!(Worker(0).short_name(p), "pool-worker-0");
-        assert_eq!(Watcher.short_name(p), "pool-work-watch");
-        assert_eq!(Blocking(12).short_name(p), "pool-work-blk12");
-        assert_eq!(TokioBlocking.short_name(p), "pool-worke-tblk");
+        assert_eq!(Watcher.short_name(p), "pool-watcher");
+        assert_eq!(Blocking(12).full_name(p), "pool-blocking-12");
+        assert_eq!(Blocking(12).short_name(p), "pool-blk12");
+        assert_eq!(TokioBlocking.full_name(p), "pool-tokio-blocking");
+        assert_eq!(TokioBlocking.short_name(p), "pool-tblk");
+        // A name with no `-worker` to strip is its own base.
+        assert_eq!(Watcher.short_name("app-workers"), "app-worke-watch");
         // Short prefixes keep the full names.
         assert_eq!(Blocking(3).short_name("db"), "db-blocking-3");
         // A long prefix, and one cut inside a multi-byte character.

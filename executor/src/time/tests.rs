@@ -183,7 +183,7 @@ fn foreign_locks_of_worker_local_sleeps() -> u64 {
     let p = Builder::new().worker_threads(2).build().unwrap();
     p.block_on(async {
         spawn(async {
-            let driver = crate::context::current::use_driver();
+            let driver = crate::context::current::enabled_driver();
             let (awake, sleeper) = {
                 let done = Rc::new(Cell::new(false));
                 let awake = {

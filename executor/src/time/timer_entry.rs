@@ -29,7 +29,7 @@ impl TimerEntry {
     /// An entry in the current pool's timer store, not registered yet.
     pub(crate) fn new() -> TimerEntry {
         TimerEntry {
-            driver: crate::context::current::use_driver(),
+            driver: crate::context::current::enabled_driver(),
             registered: None,
         }
     }
