@@ -67,6 +67,7 @@ pub(crate) mod share;
 pub(crate) mod site;
 pub(crate) mod task_builder;
 pub(crate) mod task_shard;
+pub(crate) mod wait_board;
 pub(crate) mod waits;
 pub(crate) mod waker;
 

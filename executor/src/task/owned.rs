@@ -46,7 +46,8 @@
 
 use super::names::TaskNames;
 use super::task_shard::{ShardCell, TaskShard, HANDED_BACK_MAX, NONE};
-use super::waits::{Wait, WaitBoard, WaitCopy, WaitScratch};
+use super::wait_board::{WaitBoard, WaitCopy, WaitScratch};
+use super::waits::Wait;
 use super::waker::TaskWaker;
 use crate::sync::Mutex;
 use crossbeam_utils::CachePadded;

@@ -61,7 +61,8 @@ use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
 use crate::task::id::TaskId;
 use crate::task::owned::LiveSlot;
-use crate::task::waits::{Wait, WaitScratch};
+use crate::task::wait_board::WaitScratch;
+use crate::task::waits::Wait;
 #[cfg(feature = "tokio-compat")]
 use crate::tokio_compat::worker_runtime::WorkerRuntime;
 use crossbeam_deque::Worker;
