@@ -21,6 +21,8 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
+#[cfg(target_os = "linux")]
+use super::ring_slots::RingSlots;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
 #[cfg(target_os = "linux")]
 use super::uring::Ring;
@@ -51,24 +53,6 @@ const IO_GRACE: Duration = Duration::from_millis(5);
 
 /// The token of the driver's own waker (the eventfd behind `unpark`).
 const WAKE_TOKEN: Token = Token(usize::MAX);
-
-/// The io_urings of `pool::fs` (`uring.rs`): one per worker, up to this
-/// many less one, and the last shared by every other thread.
-const RING_SLOTS: usize = 65;
-
-/// The token of ring `slot`'s descriptor, readable while its completion
-/// queue holds entries. Like `WAKE_TOKEN`, its top bit is set, which no
-/// source slot's token has.
-fn ring_token(slot: usize) -> Token {
-    Token(usize::MAX - 1 - slot)
-}
-
-/// The ring slot of `token`, if it is a ring's.
-fn ring_slot(token: Token) -> Option<usize> {
-    (usize::MAX - 1)
-        .checked_sub(token.0)
-        .filter(|&slot| slot < RING_SLOTS)
-}
 
 /// Bits of a token that index the slot; the rest is its generation.
 const INDEX_BITS: u32 = 24;
@@ -120,17 +104,9 @@ pub(crate) struct Driver {
     /// while it is paused; `did_io`).
     io_since_jump: AtomicBool,
     shut_down: AtomicBool,
-    /// The io_urings of `pool::fs`, by slot (`RING_SLOTS`), each made on
-    /// its first use (`ring`): `None` inside if the kernel refused one.
+    /// The io_urings of `pool::fs` (`ring_slots.rs`).
     #[cfg(target_os = "linux")]
-    rings: Box<[std::sync::OnceLock<Option<Arc<Ring>>>]>,
-    /// Does the kernel give this pool rings? Probed once, by the first
-    /// file operation's ring (`rings_work`).
-    #[cfg(target_os = "linux")]
-    rings_work: std::sync::OnceLock<bool>,
-    /// Operations in flight on the rings, summed.
-    #[cfg(target_os = "linux")]
-    ring_in_flight: Arc<AtomicUsize>,
+    rings: RingSlots,
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
     delivered: AtomicU64,
@@ -165,13 +141,7 @@ impl IoDriver for Driver {
             io_since_jump: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
-            rings: (0..RING_SLOTS)
-                .map(|_| std::sync::OnceLock::new())
-                .collect(),
-            #[cfg(target_os = "linux")]
-            rings_work: std::sync::OnceLock::new(),
-            #[cfg(target_os = "linux")]
-            ring_in_flight: Arc::default(),
+            rings: RingSlots::new(),
             delivered: AtomicU64::new(0),
             seed,
         })
@@ -218,7 +188,8 @@ impl IoDriver for Driver {
     fn ring_ops(&self) -> Option<u64> {
         #[cfg(target_os = "linux")]
         return self
-            .rings_made()
+            .rings
+            .made()
             .map(|r| r.completed() as u64)
             .reduce(|a, b| a + b);
         #[cfg(not(target_os = "linux"))]
@@ -291,38 +262,16 @@ impl Driver {
     }
 
     /// The io_uring of worker `worker` (or, for `None`, of the threads
-    /// that are not workers), made and put in the epoll set on the first
-    /// call; `None` (for this call and every later one) if the kernel
-    /// refuses one (`Ring::new`).
+    /// that are not workers), made on the first call (`RingSlots::ring`).
     #[cfg(target_os = "linux")]
     pub(crate) fn ring(&self, worker: Option<usize>) -> Option<&Arc<Ring>> {
-        let slot = worker
-            .filter(|&w| w < RING_SLOTS - 1)
-            .unwrap_or(RING_SLOTS - 1);
-        self.rings[slot]
-            .get_or_init(|| {
-                let token = ring_token(slot).0 as u64;
-                Ring::new(self.epoll_fd, token, Arc::clone(&self.ring_in_flight))
-                    .ok()
-                    .map(Arc::new)
-            })
-            .as_ref()
+        self.rings.ring(self.epoll_fd, worker)
     }
 
-    /// Does the kernel give this pool rings? The first call makes
-    /// `worker`'s ring to find out; the other workers' are made only when
-    /// an operation needs them (`ring`).
+    /// Does the kernel give this pool rings (`RingSlots::rings_work`)?
     #[cfg(target_os = "linux")]
     pub(crate) fn rings_work(&self, worker: Option<usize>) -> bool {
-        *self.rings_work.get_or_init(|| self.ring(worker).is_some())
-    }
-
-    /// The rings made so far.
-    #[cfg(target_os = "linux")]
-    fn rings_made(&self) -> impl Iterator<Item = &Arc<Ring>> {
-        self.rings
-            .iter()
-            .filter_map(|r| r.get().and_then(Option::as_ref))
+        self.rings.rings_work(self.epoll_fd, worker)
     }
 
     /// Operations in flight on the rings: while any is, the busy workers
@@ -330,7 +279,7 @@ impl Driver {
     #[inline]
     fn ring_in_flight(&self) -> usize {
         #[cfg(target_os = "linux")]
-        return self.ring_in_flight.load(Ordering::Relaxed);
+        return self.rings.in_flight();
         #[cfg(not(target_os = "linux"))]
         0
     }
@@ -478,8 +427,8 @@ impl Driver {
                     continue;
                 }
                 #[cfg(target_os = "linux")]
-                if let Some(slot) = ring_slot(token) {
-                    if let Some(Some(ring)) = self.rings[slot].get() {
+                if RingSlots::is_ring_token(token) {
+                    if let Some(ring) = self.rings.of_token(token) {
                         ring.reap_fired(wakers);
                     }
                     continue;

@@ -15,12 +15,15 @@
 //! waiters; `poll_evented.rs`, a registered source and `poll_io`, the
 //! try-then-wait loop of every socket, pipe and descriptor operation;
 //! `async_fd.rs`, `Async`; `tokio_io.rs`, tokio's I/O traits on every
-//! stream, feature `tokio-io`; `uring.rs`, the io_uring of `pool::fs`. The
+//! stream, feature `tokio-io`; `uring.rs`, an io_uring of `pool::fs`; `ring_slots.rs`, the driver's
+//! rings, one per worker. The
 //! timer store the driver fires, and the pool's clock, are in `time/`.)
 
 pub(crate) mod async_fd;
 pub(crate) mod driver;
 pub(crate) mod poll_evented;
+#[cfg(target_os = "linux")]
+pub(crate) mod ring_slots;
 pub(crate) mod scheduled_io;
 #[cfg(feature = "tokio-io")]
 pub(crate) mod tokio_io;
