@@ -1,16 +1,12 @@
 //! The crate's free functions on the current pool: `spawn`,
 //! `spawn_local`, `block_on`, `spawn_blocking`, `mark_blocked`,
-//! `mark_unblocked`, `yield_now` (re-exported at the crate root); and
-//! `task::Builder`'s methods, the same spawns with a name.
+//! `mark_unblocked` (re-exported at the crate root). `task::Builder`'s
+//! spawns, the same with a name, are `task_spawns.rs`.
 
 use crate::context::pool_cells;
-use crate::handle::Handle;
 use crate::scheduler::spawn::{spawn_blocking_task, spawn_local_task, spawn_task_on};
-// Named apart from the pool's `Builder` (`builder.rs`), which it is not.
 use crate::task::join_handle::JoinHandle;
-use crate::task::task_builder::Builder as TaskBuilder;
 use std::future::Future;
-use std::io;
 use std::panic::Location;
 
 /// Spawn a task onto the current pool (see the crate docs).
@@ -108,7 +104,8 @@ where
 
 /// Why `spawn_local` (and `task::Builder::spawn_local`) cannot spawn off
 /// a worker thread, and what to do instead.
-const OFF_WORKER: &str = "pool::spawn_local called off a worker thread: a !Send task is pinned to \
+pub(crate) const OFF_WORKER: &str =
+    "pool::spawn_local called off a worker thread: a !Send task is pinned to \
      the worker that spawns it, and this thread is not a worker of any pool. Call it from a \
      task running on the pool (pool::spawn(async { pool::spawn_local(..) })), or run the \
      !Send future on this thread with Pool::block_on or pool::block_on";
@@ -227,202 +224,5 @@ pub fn mark_unblocked() {
     crate::context::plain_cells::forbid_in_deadlock_handler("mark_unblocked");
     if let Some(worker) = pool_cells::worker() {
         worker.mark_blocked(false);
-    }
-}
-
-/// [`task::Builder`](crate::task::Builder)'s options, and its spawns: the
-/// free functions' and [`Handle`]'s, with those options.
-impl<'a> TaskBuilder<'a> {
-    /// A spawn with no options yet.
-    pub fn new() -> TaskBuilder<'a> {
-        TaskBuilder { name: None }
-    }
-
-    /// Name the task (copied at the spawn).
-    pub fn name(self, name: &'a str) -> TaskBuilder<'a> {
-        TaskBuilder { name: Some(name) }
-    }
-
-    /// Spawn a task onto the current pool, as [`spawn`].
-    ///
-    /// # Errors
-    ///
-    /// None today: the `Result` is tokio's signature.
-    ///
-    /// # Panics
-    ///
-    /// As [`spawn`]: if the current pool is the global pool and it cannot
-    /// start.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = pool::Pool::new().unwrap();
-    /// let n = pool.block_on(async {
-    ///     pool::task::Builder::new().name("answer").spawn(async { 42 }).unwrap().await
-    /// });
-    /// assert_eq!(n.unwrap(), 42);
-    /// ```
-    #[track_caller]
-    pub fn spawn<F>(self, future: F) -> io::Result<JoinHandle<F::Output>>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        Ok(spawn_at(future, Location::caller(), self.name))
-    }
-
-    /// Spawn a task onto `handle`'s pool, as [`Handle::spawn`].
-    ///
-    /// # Errors
-    ///
-    /// None today: the `Result` is tokio's signature.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = pool::Pool::new().unwrap();
-    /// let h = pool::task::Builder::new().name("two").spawn_on(async { 2 }, &pool.handle()).unwrap();
-    /// assert_eq!(pool.block_on(h).unwrap(), 2);
-    /// ```
-    #[track_caller]
-    pub fn spawn_on<F>(self, future: F, handle: &Handle) -> io::Result<JoinHandle<F::Output>>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let registry = &handle.registry;
-        Ok(spawn_task_on(
-            &registry,
-            future,
-            Location::caller(),
-            self.name,
-            registry.local_worker(),
-        ))
-    }
-
-    /// Spawn a `!Send` future pinned to this worker thread, as
-    /// [`spawn_local`].
-    ///
-    /// # Errors
-    ///
-    /// Off a worker thread, an error of kind [`io::ErrorKind::Other`] that
-    /// says what to do instead (where [`spawn_local`] panics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = pool::Pool::new().unwrap();
-    /// let n = pool.block_on(pool.spawn(async {
-    ///     let local = std::rc::Rc::new(5);
-    ///     pool::task::Builder::new()
-    ///         .name("local")
-    ///         .spawn_local(async move { *local })
-    ///         .unwrap()
-    ///         .await
-    /// }));
-    /// assert_eq!(n.unwrap().unwrap(), 5);
-    /// // Off a worker: an error, not a panic.
-    /// assert!(pool::task::Builder::new().spawn_local(async {}).is_err());
-    /// ```
-    #[track_caller]
-    pub fn spawn_local<F>(self, future: F) -> io::Result<JoinHandle<F::Output>>
-    where
-        F: Future + 'static,
-        F::Output: 'static,
-    {
-        let at = Location::caller();
-        match pool_cells::worker() {
-            Some(worker) => Ok(spawn_local_task(
-                worker.registry(),
-                worker,
-                future,
-                at,
-                self.name,
-            )),
-            None => Err(io::Error::other(OFF_WORKER)),
-        }
-    }
-
-    /// Run a blocking closure on the current pool's blocking threads, as
-    /// [`spawn_blocking`].
-    ///
-    /// # Errors
-    ///
-    /// None today: the `Result` is tokio's signature.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pool = pool::Pool::new().unwrap();
-    /// let n = pool.block_on(async {
-    ///     pool::task::Builder::new().name("stat").spawn_blocking(|| 7).unwrap().await
-    /// });
-    /// assert_eq!(n.unwrap(), 7);
-    /// ```
-    #[track_caller]
-    pub fn spawn_blocking<F, R>(self, f: F) -> io::Result<JoinHandle<R>>
-    where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        let at = Location::caller();
-        Ok(crate::context::current::with_current(|registry| {
-            spawn_blocking_task(registry, f, at, self.name)
-        }))
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use crate::pool::Pool;
-    use crate::task::task_builder::Builder;
-
-    /// A named task's name leaves the pool with its registry entry:
-    /// completed, panicked, aborted, or cancelled by the shutdown.
-    #[test]
-    fn a_named_task_leaves_no_name_behind() {
-        let pool = Pool::new().unwrap();
-        let handle = pool.handle();
-        let names_held = || handle.registry.tasks().names_held();
-        for i in 0..100 {
-            let h = Builder::new()
-                .name("short")
-                .spawn_on(async move { i }, &handle);
-            assert_eq!(pool.block_on(h.unwrap()).unwrap(), i);
-        }
-        let panicked = Builder::new()
-            .name("boom")
-            .spawn_on(async { panic!("boom") }, &handle);
-        assert!(pool.block_on(panicked.unwrap()).is_err());
-        let blocking = pool.block_on(async { Builder::new().name("b").spawn_blocking(|| 1) });
-        assert_eq!(pool.block_on(blocking.unwrap()).unwrap(), 1);
-        let aborted = Builder::new()
-            .name("aborted")
-            .spawn_on(std::future::pending::<()>(), &handle)
-            .unwrap();
-        aborted.abort();
-        assert!(pool.block_on(aborted).unwrap_err().is_cancelled());
-        let pending = Builder::new()
-            .name("pending")
-            .spawn_on(std::future::pending::<()>(), &handle);
-        // Finished tasks' entries (and names) may wait for a removal batch
-        // until the workers go idle (`task/owned.rs`).
-        let start = std::time::Instant::now();
-        while names_held() != 1 {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(5),
-                "{} names held for 1 live named task",
-                names_held()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        drop(pending);
-        drop(pool);
-        assert_eq!(
-            names_held(),
-            0,
-            "shutdown dropped the pending task, and its name"
-        );
     }
 }

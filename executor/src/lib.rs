@@ -123,6 +123,7 @@ pub mod process;
 mod prometheus;
 pub mod signal;
 mod task_local;
+mod task_spawns;
 pub mod time;
 
 #[cfg(all(test, loom))]

@@ -1,7 +1,7 @@
 //! `task::Builder`: what one task's spawn may be told besides its future
 //! (a name); not the pool's `Builder` (`builder.rs`), which builds pools.
-//! Its methods belong to the public API's floor (`free_fns.rs`, beside the
-//! spawns they make): this floor only holds the options.
+//! Its methods belong to the public API's floor (`task_spawns.rs`,
+//! beside the spawns they make): this floor only holds the options.
 
 /// A spawn with options: tokio's `task::Builder`, stable here. A name
 /// shows in [`TaskInfo::name`](crate::TaskInfo::name) and
