@@ -7,7 +7,7 @@ use super::pool_cells::{entered, served_pool, worker};
 use crate::scheduler::global;
 use crate::scheduler::io_driver::Driver;
 use crate::scheduler::registry::Registry;
-use crate::scheduler::worker::WorkerThread;
+use crate::scheduler::worker::worker_thread::WorkerThread;
 use std::sync::Arc;
 
 /// Run `f` with the current pool (see the module docs).

@@ -31,7 +31,7 @@
 //!   the thread pointer, no lazy-initialization check.
 
 use crate::scheduler::registry::Registry;
-use crate::scheduler::worker::WorkerThread;
+use crate::scheduler::worker::worker_thread::WorkerThread;
 use crate::sleep::block_on_wake::BlockOnWake;
 use crate::task::id::TaskId;
 use pin_project_lite::pin_project;

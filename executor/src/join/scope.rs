@@ -12,9 +12,10 @@
 
 use super::job::HeapJob;
 use super::job_latch::CountLatch;
+use super::offers::push_job;
 use crate::context::pool_cells;
 use crate::scheduler::spawn::spawn_task;
-use crate::scheduler::worker::WorkerThread;
+use crate::scheduler::worker::worker_thread::WorkerThread;
 use crate::unwind::discard;
 use std::any::Any;
 use std::marker::PhantomData;
@@ -94,7 +95,7 @@ impl<'scope> Scope<'scope> {
         });
         let registry = self.latch.registry();
         match pool_cells::worker() {
-            Some(w) if Arc::ptr_eq(w.registry(), registry) => super::push_job(w, job),
+            Some(w) if Arc::ptr_eq(w.registry(), registry) => push_job(w, job),
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
                 // owner (a worker) finds it in the injector while it waits.

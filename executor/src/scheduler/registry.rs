@@ -33,7 +33,7 @@ use super::io_driver::Driver;
 use super::light_calls::LightCalls;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
-use super::worker::WorkerThread;
+use super::worker::worker_thread::WorkerThread;
 use crate::context::pool_cells;
 use crate::inspect::metrics::{BusyClock, WorkerStats};
 use crate::inspect::ticks::TickRate;

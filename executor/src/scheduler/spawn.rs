@@ -23,7 +23,7 @@ use super::blocking::BlockingTask;
 use super::light_calls::LightCall;
 use super::registry::Registry;
 use super::shutdown::drain_queues;
-use super::worker::WorkerThread;
+use super::worker::worker_thread::WorkerThread;
 use crate::context::pool_cells;
 use crate::task::future::cancel;
 use crate::task::future::TaskFuture;

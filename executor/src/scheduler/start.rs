@@ -89,7 +89,7 @@ pub(crate) fn start(
             .into_iter()
             .enumerate()
             .map(|(index, (deque, jobs))| {
-                worker::WorkerThread::new(Arc::clone(&registry), index, deque, jobs)
+                worker::worker_thread::WorkerThread::new(Arc::clone(&registry), index, deque, jobs)
             })
             .collect();
         let runner = LogicalWorkers::new(Arc::clone(&registry), logical);

@@ -44,7 +44,7 @@ use crate::context::pool_cells;
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::registry::Registry;
 use crate::scheduler::worker::search::XorShift64Star;
-use crate::scheduler::worker::{Work, WorkerThread};
+use crate::scheduler::worker::worker_thread::{Work, WorkerThread};
 use crate::seeded::pool_seed::{Runner, Waiter};
 use crate::task::future::cancel;
 use parking_lot::ReentrantMutex;

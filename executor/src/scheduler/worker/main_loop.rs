@@ -8,7 +8,7 @@
 //! latch)`, and a `block_on` on a worker thread is `wait_until(its own
 //! latch)`.
 
-use super::{Work, WorkerThread};
+use super::worker_thread::{Work, WorkerThread};
 use crate::context::pool_cells;
 use crate::inspect::metrics::{BusyClock, WorkerStats};
 use crate::inspect::timeline::{driver_arg, Kind};

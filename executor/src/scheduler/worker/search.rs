@@ -20,7 +20,7 @@
 //! * The rest of a stolen batch is posted once the worker runs (`post_stolen`):
 //!   the tickles of those tasks may have counted on it while it was idle.
 
-use super::{Work, WorkerThread};
+use super::worker_thread::{Work, WorkerThread};
 use crate::inspect::timeline::{driver_arg, Kind};
 use crate::scheduler::io_driver::IoDriver;
 use crate::sleep::park::Park;
