@@ -12,7 +12,7 @@
 //! fails (poisoning is not part of our protocol) and `Condvar::wait` takes the
 //! guard by value and gives it back.
 //!
-//! Statistics counters (`scheduler/metrics.rs`, and the sleep counts in
+//! Statistics counters (`inspect/metrics.rs`, and the sleep counts in
 //! `sleep/state.rs`) are not part of the protocol and use `std` atomics
 //! directly: no decision is taken on them.
 

@@ -28,7 +28,7 @@ impl<'a> TaskBuilder<'a> {
         TaskBuilder { name: Some(name) }
     }
 
-    /// Spawn a task onto the current pool, as [`spawn`].
+    /// Spawn a task onto the current pool, as [`spawn`](crate::spawn).
     ///
     /// # Errors
     ///
@@ -36,7 +36,7 @@ impl<'a> TaskBuilder<'a> {
     ///
     /// # Panics
     ///
-    /// As [`spawn`]: if the current pool is the global pool and it cannot
+    /// As [`spawn`](crate::spawn): if the current pool is the global pool and it cannot
     /// start.
     ///
     /// # Examples
@@ -87,12 +87,12 @@ impl<'a> TaskBuilder<'a> {
     }
 
     /// Spawn a `!Send` future pinned to this worker thread, as
-    /// [`spawn_local`].
+    /// [`spawn_local`](crate::spawn_local).
     ///
     /// # Errors
     ///
     /// Off a worker thread, an error of kind [`io::ErrorKind::Other`] that
-    /// says what to do instead (where [`spawn_local`] panics).
+    /// says what to do instead (where [`spawn_local`](crate::spawn_local) panics).
     ///
     /// # Examples
     ///
@@ -130,7 +130,7 @@ impl<'a> TaskBuilder<'a> {
     }
 
     /// Run a blocking closure on the current pool's blocking threads, as
-    /// [`spawn_blocking`].
+    /// [`spawn_blocking`](crate::spawn_blocking).
     ///
     /// # Errors
     ///

@@ -956,7 +956,7 @@ impl ImportGraph {
 /// The largest set of files that import each other (directly or around a
 /// circle) is the scheduler's core, at most `MAX_CIRCLE` files: a file
 /// that joins it must be read with all the others to be understood.
-const MAX_CIRCLE: usize = 6;
+const MAX_CIRCLE: usize = 5;
 
 /// The circles of `g`, each as its sorted file names, largest first.
 fn named_circles(g: &ImportGraph) -> Vec<Vec<String>> {
@@ -968,6 +968,113 @@ fn named_circles(g: &ImportGraph) -> Vec<Vec<String>> {
             names
         })
         .collect()
+}
+
+/// Where docs/ARCHITECTURE.md holds the map this test writes.
+const MAP_BEGIN: &str =
+    "<!-- map: written by tests/tests/layering.rs (POOL_WRITE_MAP=1 rewrites it) -->";
+const MAP_END: &str = "<!-- end of the map -->";
+
+/// A top-level module as the map shows it: `sleep/` for a folder, `sync.rs`
+/// for a file, `lib.rs` for the crate root.
+fn shown_module(top: &str) -> String {
+    if top == "lib" {
+        "lib.rs".to_string()
+    } else if src_dir().join(top).is_dir() {
+        format!("{top}/")
+    } else {
+        format!("{top}.rs")
+    }
+}
+
+/// The map of executor/src as the code has it: each floor's modules, which
+/// folders of one floor import which (`floor 3`'s folders may import each
+/// other), and the largest import circle with its size.
+fn written_map() -> String {
+    let mut out = String::from("```text\n");
+    for floor in 0..FLOOR_NAMES.len() as u8 {
+        let modules: Vec<String> = FLOORS
+            .iter()
+            .filter(|(_, f)| *f == floor)
+            .map(|(m, _)| shown_module(m))
+            .collect();
+        writeln!(out, "floor {floor}: {}", FLOOR_NAMES[usize::from(floor)]).unwrap();
+        writeln!(out, "    {}", modules.join(" ")).unwrap();
+    }
+    let g = ImportGraph::read(Reading::Resolved);
+    let tests = {
+        let root = src_dir();
+        let mut files = Vec::new();
+        rust_files(&root, &root, &mut files);
+        test_module_files(&root, &files)
+            .iter()
+            .map(|f| module_path(f))
+            .collect::<Vec<_>>()
+    };
+    let top = |i: usize| g.files[i].first().cloned().unwrap_or_else(|| "lib".into());
+    let mut edges: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for (i, to) in g.edges.iter().enumerate() {
+        if tests.contains(&g.files[i]) {
+            continue;
+        }
+        for &j in to {
+            let (a, b) = (top(i), top(j));
+            if a != b && floor_of(&a).is_some() && floor_of(&a) == floor_of(&b) {
+                edges
+                    .entry(shown_module(&a))
+                    .or_default()
+                    .insert(shown_module(&b));
+            }
+        }
+    }
+    writeln!(out, "\nwithin a floor, who imports whom:").unwrap();
+    for (from, to) in &edges {
+        let to: Vec<&str> = to.iter().map(String::as_str).collect();
+        writeln!(out, "    {from:<14} -> {}", to.join(" ")).unwrap();
+    }
+    let circles = named_circles(&g);
+    let largest = circles.first().cloned().unwrap_or_default();
+    writeln!(
+        out,
+        "\nthe largest import circle: {} files (at most {MAX_CIRCLE}), the same by every reading",
+        largest.len()
+    )
+    .unwrap();
+    for f in &largest {
+        writeln!(out, "    {f}").unwrap();
+    }
+    let pairs: Vec<String> = circles[1..].iter().map(|c| c.join(" <-> ")).collect();
+    writeln!(out, "the other circles: {}", pairs.join("; ")).unwrap();
+    out.push_str("```\n");
+    out
+}
+
+/// docs/ARCHITECTURE.md shows the map the code has: the floors, the
+/// imports within floor 3, the circle. The test prints it; with
+/// `POOL_WRITE_MAP=1` it writes it into the document.
+#[test]
+fn the_architecture_map_is_the_one_the_code_writes() {
+    let map = written_map();
+    println!("{map}");
+    let path = repo_root().join("docs/ARCHITECTURE.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (Some(begin), Some(end)) = (doc.find(MAP_BEGIN), doc.find(MAP_END)) else {
+        panic!("docs/ARCHITECTURE.md has no map between {MAP_BEGIN:?} and {MAP_END:?}");
+    };
+    let shown = &doc[begin + MAP_BEGIN.len()..end];
+    let wanted = format!("\n{map}");
+    if shown == wanted {
+        return;
+    }
+    if std::env::var_os("POOL_WRITE_MAP").is_some() {
+        let written = format!("{}{MAP_BEGIN}{wanted}{}", &doc[..begin], &doc[end..]);
+        std::fs::write(&path, written).unwrap();
+        return;
+    }
+    panic!(
+        "docs/ARCHITECTURE.md's map is not the code's. The code's:\n{map}\nrerun with \
+         POOL_WRITE_MAP=1 to write it there, and make the prose around it agree"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use tests::watchdog;
 /// holding the pool's driver inside its tokio runtime (feature
 /// `tokio-compat`) keeps a duplicate of the driver's epoll descriptor
 /// registered there, made and dropped as which worker sleeps in the driver
-/// changes (`scheduler/tokio_compat.rs`, `WorkerHost::watch`): a
+/// changes (`tokio_compat/worker_runtime.rs`, `WorkerHost::watch`): a
 /// descriptor of the pool's, not of a child, and one whose presence at the
 /// two counts depends on the timing (a loaded machine missed it in the
 /// first count). A child makes pidfds and pipes, never an epoll.

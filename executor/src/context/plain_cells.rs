@@ -3,7 +3,7 @@
 //! task the console is polling, the pool whose clock a `block_on` thread
 //! holds, the timeline tag and the cooperative budget. They name no type of the
 //! scheduler, so the scheduler's leaves (`scheduler/coop.rs`,
-//! `scheduler/timeline.rs`) read them without joining its core
+//! `inspect/timeline.rs`) read them without joining its core
 //! (`pool_cells.rs` holds the cells that name the scheduler's types).
 
 use crate::task::id::TaskId;
@@ -32,12 +32,12 @@ thread_local! {
 
     /// For a traced pool's threads: (the timeline's address, this thread's
     /// tag in it), so a waker can note who woke a worker
-    /// (`scheduler/timeline.rs`).
+    /// (`inspect/timeline.rs`).
     static TIMELINE_TAG: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
 
     /// The task a pool that serves tokio-console is polling on this thread,
     /// so that its counting waker tells a self-wake
-    /// (`scheduler/console_record/counting_waker.rs`).
+    /// (`inspect/console/counting_waker.rs`).
     #[cfg(feature = "console")]
     static CONSOLE_POLL: Cell<Option<TaskId>> = const { Cell::new(None) };
 

@@ -116,7 +116,7 @@ pub(super) fn served_pool() -> Option<Arc<Registry>> {
 
 /// Run `f` with this worker thread seen as an outsider of its pool: no
 /// current worker, `registry` (the worker's own) entered. A worker asleep
-/// in its tokio runtime (`scheduler/tokio_compat.rs`) runs tokio's tasks this way:
+/// in its tokio runtime (`tokio_compat/worker_runtime.rs`) runs tokio's tasks this way:
 /// they are not the sleeping worker's work, so their spawns and wakes go
 /// through the injector and the sleep protocol.
 #[cfg(feature = "tokio-compat")]

@@ -291,7 +291,7 @@ impl WorkerStats {
     }
 
     /// Owner: add `spent` to the busy time (tokio's work run on this
-    /// worker while it was not in a busy period of its own: `tokio_compat.rs`).
+    /// worker while it was not in a busy period of its own: `tokio_compat/worker_runtime.rs`).
     #[cfg(feature = "tokio-compat")]
     pub(crate) fn add_busy(&self, spent: Duration) {
         if !spent.is_zero() {

@@ -1,14 +1,14 @@
-//! Seeing inside a pool from outside its workers: the live-task dump, the
-//! stall detector and (feature `console`) tokio-console's service. A floor
-//! above the scheduler: each reads it through
-//! the registry's methods, and the stall detector runs on the watcher
-//! thread as its `Look` (`scheduler/watcher.rs`). See `README.md` here for
-//! what each costs and how to read a timeline.
+//! Seeing inside a pool: what the workers record (the counters of
+//! `metrics.rs`, the poll times, the timeline, tokio-console's task table)
+//! and what reads it (the metrics snapshot, the live-task dump, the stall
+//! detector, which runs on the watcher thread as its `Look`,
+//! `scheduler/watcher.rs`, and tokio-console's server). On the runtime's
+//! floor, beside the scheduler. See `README.md` here for what each costs
+//! and how to read a timeline.
 //!
-//! What the workers themselves record lives on the floors below: task ids
-//! and the coarse clock of task ages in `task/` (`task/id.rs`, `task/coarse_clock.rs`), the
-//! current task in `context/pool_cells.rs`, the worker timeline in
-//! `scheduler/timeline.rs`.
+//! What every task carries lives on the floors below: task ids and the
+//! coarse clock of task ages in `task/` (`task/id.rs`,
+//! `task/coarse_clock.rs`), the current task in `context/pool_cells.rs`.
 //!
 //! # Invariants
 //!

@@ -15,7 +15,7 @@
 //! * Off (the default, `Builder::poll_time_histogram`) a worker neither
 //!   reads the clock for it nor touches these counters: every count is 0.
 //! * On, a poll is timed with two readings of the CPU's tick counter
-//!   (`scheduler/ticks.rs`: `rdtsc` on x86_64, 10-13 ns a reading against
+//!   (`ticks.rs`: `rdtsc` on x86_64, 10-13 ns a reading against
 //!   25-35 ns for `Instant::now` on the machines measured), turned into
 //!   nanoseconds at a rate measured once, over 200 us, when the pool is
 //!   built (an error of a few parts in 100 000, nothing against buckets a

@@ -18,7 +18,7 @@
 //! * A lane keeps the last `LANE_EVENTS` events; older ones are
 //!   overwritten, and the JSON says how many were lost.
 //! * Timestamps come from one clock for all lanes: the TSC on x86_64
-//!   (`scheduler/ticks.rs`: 10-13 ns a reading against 25-35 ns for
+//!   (`ticks.rs`: 10-13 ns a reading against 25-35 ns for
 //!   `Instant::now` on the machines measured), scaled to nanoseconds by two readings of both
 //!   clocks, at the start and when written; elsewhere `Instant`.
 //! * `woken_by` is written by the thread that wakes a sleeping worker,

@@ -1,4 +1,4 @@
-//! A worker's lane of the timeline (`Builder::trace`, `../timeline.rs`):
+//! A worker's lane of the timeline (`Builder::trace`, `timeline.rs`):
 //! what the worker records, and nothing when the pool is not traced.
 //!
 //! An untraced pool pays one predictable branch per record, on a field of

@@ -98,7 +98,7 @@ pub(crate) struct Driver {
     /// Registered sources, a hint for the busy workers' polls.
     num_sources: AtomicUsize,
     timers: Timers,
-    /// The pool's time, which the timers' deadlines are in (`pool_clock.rs`).
+    /// The pool's time, which the timers' deadlines are in (`time/pool_clock.rs`).
     clock: PoolClock,
     /// The pool's tasks did I/O since the clock last jumped (noted only
     /// while it is paused; `did_io`).

@@ -1,5 +1,5 @@
 //! Jobs: the unit of fork-join work, as in Rayon. A job is a pointer and a
-//! function that runs it (a `JobRef`, `scheduler/job_ref.rs`), pushed on a
+//! function that runs it (a `JobRef`, `job_ref.rs`), pushed on a
 //! worker's job deque; here are the two kinds of job behind it.
 //!
 //! # Invariants

@@ -3,7 +3,7 @@
 //! depth of `join`s on its stack, its copy of the request flag and its
 //! cache of job blocks (`job_blocks.rs`).
 //!
-//! A leaf: the worker (`scheduler/worker/mod.rs`) holds one and runs what
+//! A leaf: the worker (`scheduler/worker/worker_thread.rs`) holds one and runs what
 //! its deque holds; `join` and `scope` (`mod.rs`, `scope.rs`) push, link
 //! and offer through it, and tell the worker what they posted
 //! (`WorkerThread::posted_job`).

@@ -1,5 +1,5 @@
 //! The hand-over of a worker's timers to the driver's sleeper
-//! (`io/deadlines.rs`), with the real `Deadlines`: a worker's own timers
+//! (`time/deadlines.rs`), with the real `Deadlines`: a worker's own timers
 //! are its own to fire while it is awake, so the sleeper waits for them
 //! only `slack` late; once the worker goes idle, the sleeper must wait no
 //! longer than their deadline, or be unparked.

@@ -67,7 +67,7 @@ pub(crate) fn try_global() -> Option<&'static Arc<Registry>> {
 }
 
 /// At process exit: write the global pool's timeline (its workers may still
-/// be running: see `timeline.rs` for why that is sound).
+/// be running: see `inspect/timeline.rs` for why that is sound).
 extern "C" fn write_global_trace() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(timeline) = try_global().and_then(|r| r.timeline()) {

@@ -1,15 +1,17 @@
-//! What the scheduler needs of its pool's I/O driver, which lives a floor
+//! What the runtime needs of its pool's I/O driver, which lives a floor
 //! above it (`io/`).
 //!
 //! The sleep protocol blocks one sleeper in the driver through
-//! [`Park`](crate::sleep::Park); besides that the scheduler makes the
-//! driver with the pool, polls it without blocking while the workers are
-//! busy, and shuts it down with the pool: [`IoDriver`]. The I/O floor names
-//! its type here by implementing [`DriverBinding`] for [`DriverBound`], and [`Driver`]
-//! is the type that resolves to, so the registry holds the driver itself
-//! (no trait object, no dynamic call on a worker's poll) and gives it, as
-//! that type, back to the sockets and timers of `io/` (`Registry::use_driver`)
-//! while no file of the scheduler imports `io/`.
+//! [`Park`](crate::sleep::park::Park); besides that the scheduler makes
+//! the driver with the pool, polls it without blocking while the workers
+//! are busy, and shuts it down with the pool, and the timers (`time/`)
+//! reach the store and the clock it holds: [`IoDriver`]. The I/O floor
+//! names its type here by implementing [`DriverBinding`] for
+//! [`DriverBound`], and [`Driver`] is the type that resolves to (the same
+//! type, by the same name), so the registry holds the driver itself (no
+//! trait object, no dynamic call on a worker's poll) and gives it, as that
+//! type, to the sockets and timers (`Registry::driver`) while no file of
+//! this floor imports `io/`.
 
 use crate::sleep::park::Park;
 use crate::time::pool_clock::PoolClock;
@@ -58,7 +60,7 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
 
     /// The OS poll instance's descriptor: readable while events wait in
     /// it, and after an `unpark` (a guest runtime watches it, see
-    /// `epoll_bridge.rs`).
+    /// `tokio_compat/epoll_bridge.rs`).
     #[cfg_attr(not(feature = "tokio-compat"), allow(dead_code))]
     fn epoll_fd(&self) -> std::os::fd::RawFd;
 
@@ -85,7 +87,7 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     fn jump_to_next_timer(&self, wakers: &mut Vec<Waker>) -> bool;
 
     /// Worker `worker` goes idle (before it can sleep): the driver's
-    /// sleeper fires its timers from now on (`io/deadlines.rs`).
+    /// sleeper fires its timers from now on (`time/deadlines.rs`).
     fn worker_idle(&self, worker: usize);
 
     /// Worker `worker` is awake again: it fires its own timers

@@ -83,7 +83,7 @@ pub(crate) struct WorkerInfo {
     /// Its `spawn_local` tasks woken by other threads (`send_home`).
     pub(super) inbox: Inbox<Runnable>,
     /// Another worker found its job deque empty: its next `join` offers
-    /// its oldest unoffered half (`worker/lazy_jobs.rs`). On a line of its
+    /// its oldest unoffered half (`join/lazy_jobs.rs`). On a line of its
     /// own: thieves write it, the worker reads it at every `join`.
     pub(super) wants_jobs: CachePadded<AtomicBool>,
 }

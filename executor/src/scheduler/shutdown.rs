@@ -17,7 +17,7 @@
 //!    blocking queue, the injector and every deque, dropping the runnables;
 //!    then shut the I/O driver down (sockets fail, timers complete).
 //! 6. **Shut down the tokio runtimes no worker took** (feature
-//!    `tokio-compat`, `tokio_compat.rs`); each worker shut its own down as
+//!    `tokio-compat`, `tokio_compat/worker_runtime.rs`); each worker shut its own down as
 //!    it exited, after dropping its own tasks.
 //!
 //! # Invariants

@@ -1,5 +1,5 @@
 //! `LogicalWorkers`: a seeded pool's runner (`Builder::seed`; what the
-//! registry keeps of the pool is `../seed.rs`). Its workers are real
+//! registry keeps of the pool is `pool_seed.rs`). Its workers are real
 //! `WorkerThread`s stepped one at a time on the thread that runs
 //! `block_on`, each step's actor picked by the seeded generator
 //! (`README.md`).
@@ -32,7 +32,7 @@
 //! * Every choice comes from `rng` in the order the steps are taken, and
 //!   nothing else the scheduler reads varies between runs: the clock is
 //!   paused and moves only by a jump (`quiet_step`) or a task's
-//!   `advance`, and task ids are the pool's own (`../seed.rs`).
+//!   `advance`, and task ids are the pool's own (`pool_seed.rs`).
 //! * The pool is quiet when every logical worker's last search found
 //!   nothing since anything ran, the waiter was not woken and no blocking
 //!   closure is queued: then, and only then, the clock jumps to the next

@@ -112,7 +112,7 @@ pub(crate) struct SleepManager {
     /// so that it goes back to sleep in the driver.
     driver_missed: AtomicUsize,
     /// Told of each wake, when the pool is traced (the timeline,
-    /// `../scheduler/timeline.rs`).
+    /// `inspect/timeline.rs`).
     wake_note: Option<Arc<dyn WakeNote>>,
     /// The pool has a stall handler: every wake of a sleeping worker also
     /// makes sure the watcher is looking (`WatcherPark::worker_woke`), since

@@ -44,7 +44,7 @@ pub(crate) trait Park: Send + Sync + Debug {
 
 /// A runtime that a sleeping worker's thread drives while it sleeps, in
 /// place of its condvar: with `tokio-compat`, each worker's own tokio
-/// runtime (`scheduler/tokio_compat.rs`), so that tokio's tasks and I/O on
+/// runtime (`tokio_compat/worker_runtime.rs`), so that tokio's tasks and I/O on
 /// that worker keep running while the pool counts it asleep. See
 /// README.md, "Sleeping in a guest runtime".
 ///

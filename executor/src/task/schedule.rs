@@ -35,7 +35,7 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     /// Poll the future of `header`'s task: `poll` (which catches its
     /// panics) with the context it is to see, `cx` itself unless the pool
     /// serves tokio-console, which times the poll and hands the future a
-    /// waker that counts its clones (`scheduler/console_record/`). The header's
+    /// waker that counts its clones (`inspect/console/counting_waker.rs`). The header's
     /// id is read only then, so a pool without a console does nothing more
     /// per poll than call `poll`.
     fn poll_future<R>(

@@ -18,7 +18,7 @@
 //! its caller holds an `Arc` of the pool, so the pool is alive while it
 //! adds one), and the give-back that brings the count to zero drops it
 //! (`give_back` returns true). A worker keeps a cache of shares
-//! (`WorkerThread`, `scheduler/worker/mod.rs`): its spawns take from it,
+//! (`WorkerThread`, `scheduler/worker/worker_thread.rs`): its spawns take from it,
 //! and the headers dropped on its thread give theirs back into it, with no
 //! atomic operation at all; only a cache that runs dry or grows past its
 //! bound touches this count, by a batch. Outside threads take and give

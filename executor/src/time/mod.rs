@@ -174,7 +174,7 @@ impl Made {
 pub struct Sleep {
     /// In the pool's time.
     deadline: std::time::Instant,
-    /// The timer in the current pool's driver (`io/timer_entry.rs`).
+    /// The timer in the current pool's driver (`timer_entry.rs`).
     entry: TimerEntry,
     made: Made,
 }

@@ -7,7 +7,7 @@
 //! still at `base` while paused. Only three things move a paused clock:
 //! `advance` (by exactly what it is told), and the driver's sleeper, which
 //! jumps it to the earliest timer's deadline once the pool is quiet
-//! (`driver.rs`, `Driver::paused_park`; `sleep/activity.rs` says when that
+//! (`io/driver.rs`, `Driver::paused_park`; `sleep/activity.rs` says when that
 //! is), under the timer store's lock so that it never passes a deadline
 //! registered before the jump.
 //!

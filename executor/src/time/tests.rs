@@ -4,7 +4,7 @@
 //! blocks in its tokio runtime). `.ci/run` runs these with the package's
 //! own features: `cargo test -p pool --lib time::tests`.
 //!
-//! And the timer shards (`io/timers.rs`): a timer registered and fired on
+//! And the timer shards (`timers.rs`): a timer registered and fired on
 //! one awake worker takes no other thread's lock.
 
 use super::{sleep, timeout};

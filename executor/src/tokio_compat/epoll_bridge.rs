@@ -1,5 +1,5 @@
 //! Feature `tokio-compat`: the pool's I/O driver watched from a tokio
-//! reactor. A worker that sleeps in its runtime (`tokio_compat.rs`,
+//! reactor. A worker that sleeps in its runtime (`worker_runtime.rs`,
 //! `sleep/README.md`, "Sleeping in a guest runtime") while it holds the pool's
 //! driver cannot block in the driver: the runtime's reactor watches the
 //! driver's epoll descriptor (readable while events wait in it, and after

@@ -1,7 +1,7 @@
 //! `TokioRuntimes`: a pool's tokio runtimes (feature `tokio-compat`), one
 //! per worker, built when the pool starts and each taken by its worker
 //! (`worker_runtime.rs`); the handles and metrics every worker reads of the
-//! others (`Peer`); outside threads entering them in turn (`enter.rs`); and
+//! others (`Peer`); outside threads entering them in turn (`Registry::enter_tokio`); and
 //! shutdown's last step, for the runtimes no worker took.
 
 use crate::context::thread_kind::ThreadKind;

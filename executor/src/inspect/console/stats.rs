@@ -32,7 +32,7 @@ use std::time::{Duration, SystemTime};
 /// (`now`), plus one: 0 means "never".
 pub(crate) type Stamp = u64;
 
-/// The console clock: the CPU's tick counter (`scheduler/ticks.rs`: `rdtsc`
+/// The console clock: the CPU's tick counter (`inspect/ticks.rs`: `rdtsc`
 /// on x86_64, 10-13 ns a reading against 25-35 ns for `Instant::now`), counted from
 /// one reading anchored to the wall clock, for the console's timestamps.
 /// One for the process, so a counting waker, which knows only its task's

@@ -108,7 +108,7 @@ impl WorkerThread {
             self.went_idle();
             let mut idle_state = sleep.start_looking(self.index, !self.marked_blocked.get());
             // Idle: the driver's sleeper fires this worker's timers until
-            // it is busy again (`io/deadlines.rs`).
+            // it is busy again (`time/deadlines.rs`).
             self.registry.driver().worker_idle(self.index);
             let mut polled_driver = false;
             // Fork-join comes in streams: after running jobs, search longer

@@ -279,7 +279,7 @@ impl WorkerThread {
                         Steal::Empty => {}
                     }
                 } else {
-                    // Ask it to offer a `join` half (`lazy_jobs.rs`), once:
+                    // Ask it to offer a `join` half (`join/lazy_jobs.rs`), once:
                     // the load keeps a worker with no joins from having its
                     // line written at every search. Relaxed: a hint.
                     let wants = &workers[victim].wants_jobs;

@@ -108,7 +108,7 @@ pub(crate) struct WorkerThread {
     pub(super) local: LocalTasks,
     /// Its lane of the timeline, if the pool is traced.
     pub(super) lane: WorkerLane,
-    /// Its tokio runtime, which it drives (`tokio-compat`, `../tokio_compat.rs`).
+    /// Its tokio runtime, which it drives (`tokio-compat`, `tokio_compat/worker_runtime.rs`).
     #[cfg(feature = "tokio-compat")]
     pub(super) guest: Option<WorkerRuntime>,
     /// `Builder::poll_time_histogram`: time each poll with this clock.
