@@ -1,10 +1,11 @@
 //! Helpers for the integration tests of `pool`: a watchdog that turns a hang
 //! into a failure with a message, CPU time of the process, a drop counter,
 //! a bounded wait for a pool to fall asleep, and blocking HTTP and
-//! WebSocket clients.
+//! WebSocket clients; the crate's own sources read as text.
 
 pub mod alloc;
 pub mod client;
+pub mod source_text;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;

@@ -8,10 +8,10 @@
 //!
 //! | workload | what | pool | rayon | chili |
 //! |---|---|---|---|---|
-//! | `fib` | fib(30), a fork per call | `join` | `join` | `Scope::join` |
+//! | `fib` | fib(30), a fork per call | `join` | `join` | `chili::Scope::join` |
 //! | `skynet` | 10-way fan-out, 6 levels (10^6 leaves), summing leaf numbers | `scope` | `scope` | nested `join`s over the ten |
 //! | `nqueens` | 11 queens, a fork per valid queen | `scope` | `scope` | nested `join`s over the valid columns |
-//! | `matmul` | 512x512 f32, divide and conquer down to 32x32 | `join` of quadrants | `join` | `Scope::join` |
+//! | `matmul` | 512x512 f32, divide and conquer down to 32x32 | `join` of quadrants | `join` | `chili::Scope::join` |
 //!
 //! Each library gets `--workers` threads (2 by default) made once; every
 //! repetition runs each workload on each library in turn (a different one

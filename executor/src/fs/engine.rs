@@ -60,7 +60,7 @@ pub(super) struct Engine {
 }
 
 impl Engine {
-    /// The current pool's engine (see `context::with_current`) for the
+    /// The current pool's engine (see `context::current::with_current`) for the
     /// operation `op`, on the file open as `fd` if it has one.
     pub(super) fn current(op: FileOp, fd: Option<RawFd>) -> Engine {
         let wait = Wait {

@@ -13,7 +13,7 @@
 //!   atomic cut.
 //! * Sleeps, and the sleeps in the I/O driver that the driver ended itself,
 //!   are counted by the sleep manager (`SleepState`), which adds them in
-//!   (`Registry::metrics`); every other wakeup is counted here, by the
+//!   (`snapshot::metrics`); every other wakeup is counted here, by the
 //!   thread that woke the sleeper.
 //! * Busy time is read from the clock (`BusyClock`) twice per busy period,
 //!   where a worker finds work after an idle search or a sleep and where

@@ -6,7 +6,7 @@
 //! every `DRIVER_INTERVAL` searches (`scheduler/worker/search.rs`, through
 //! [`IoDriver`]), and the sleeper that blocks in it (`sleep/mod.rs`,
 //! through [`Park`]) until an I/O event, the next timer deadline or
-//! `unpark`. The scheduler, a floor below, names this type through its
+//! `unpark`. The scheduler (`scheduler/`, a floor below) names this type through its
 //! driver binding (`scheduler/io_driver.rs`), implemented here. Readiness goes to the sources'
 //! [`ScheduledIo`]; the wakers it satisfies are handed back to the polling
 //! worker, which schedules their tasks on its own deque.

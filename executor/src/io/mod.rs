@@ -7,8 +7,8 @@
 //! signals ([`crate::signal`]) are on it; [`Async`] puts any other
 //! descriptor there (a pipe, an eventfd, inotify, a netlink socket).
 //!
-//! (Inside the crate this module is the driver itself, a floor above the
-//! scheduler and the timers: `README.md` beside this file describes who
+//! (Inside the crate `io/` is the driver itself, a floor above `scheduler/`
+//! and `time/`: `README.md` beside this file describes who
 //! polls it when, and why no readiness and no wakeup is lost. Its files:
 //! `driver.rs`, the epoll instance, the source slots, polling and
 //! dispatching, shutdown; `scheduled_io.rs`, one source's readiness and

@@ -29,7 +29,7 @@ fn a_lifo_task_taken_by_the_watcher_wakes_a_sleeper_and_runs_once() {
             let (sleep, injector, latch) = (sleep.clone(), injector.clone(), latch.clone());
             thread::spawn(move || idle_until(&sleep, 1, &latch, &[], &injector))
         };
-        // The watcher: take the task and inject it (`Registry::rescue`).
+        // The watcher: take the task and inject it (the watcher's `rescue`).
         let watcher = {
             let (sleep, injector, slot) = (sleep.clone(), injector.clone(), slot.clone());
             thread::spawn(move || match slot.take() {

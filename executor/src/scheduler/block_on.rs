@@ -105,7 +105,7 @@ impl Drop for Lend {
 /// thread's.
 struct Holding<'a> {
     registry: &'a Arc<Registry>,
-    /// What the thread held before (`context::replace_clock_held`).
+    /// What the thread held before (`context::plain_cells::replace_clock_held`).
     outer: usize,
 }
 

@@ -6,7 +6,7 @@
 //! back to back, pays one thread hand-off rather than one each. A new
 //! drainer starts only while the queue holds more calls than there are free
 //! drainers, up to `MAX_DRAINERS` running recent calls. The registry starts
-//! a drainer as a `spawn_blocking` closure (`Registry::run_batched`,
+//! a drainer as a `spawn_blocking` closure (`run_batched`, `spawn.rs`,
 //! `scheduler/spawn.rs`): this file knows nothing of the registry.
 
 use parking_lot::Mutex;

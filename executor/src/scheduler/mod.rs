@@ -17,7 +17,7 @@
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`) |
 //! | `light_calls.rs` | `LightCalls`: the batched light calls of `pool::fs` on the blocking engine, and their drainers |
-//! | `io_driver.rs` | `IoDriver`: what the runtime needs of the I/O driver a floor above |
+//! | `io_driver.rs` | `IoDriver`: what the runtime needs of the I/O driver (`io/`, a floor above) |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
 //! | `start.rs` | `start`: threads launched with a rollback guard |
 //! | `threads.rs` | `Threads`: the threads a shutdown joins |

@@ -298,7 +298,7 @@ impl Registry {
             },
             io,
             // Four shards per worker: each worker's own, and outside spawns
-            // spread over the rest (`Registry::outside_spawn`).
+            // spread over the rest (`outside_spawn`, `spawn.rs`).
             tasks: OwnedTasks::new(4 * n),
             shares: CachePadded::default(),
             outside_stats: CachePadded::new(WorkerStats::default()),
@@ -398,7 +398,7 @@ impl Registry {
         self.io_uring
     }
 
-    /// The light calls of `pool::fs` (`Registry::run_batched`, `spawn.rs`).
+    /// The light calls of `pool::fs` (`run_batched`, `spawn.rs`).
     pub(crate) fn light_calls(&self) -> &LightCalls {
         &self.light_calls
     }

@@ -12,9 +12,9 @@
 //!   registry, is cancelled at once.
 //! * Every runnable enters through one of three doors, its task's schedule
 //!   function: `schedule_task` for `spawn` (on this pool's worker:
-//!   `WorkerThread::schedule_local`; elsewhere: `Registry::inject`),
+//!   `WorkerThread::schedule_local`; elsewhere: `inject`),
 //!   `schedule_pinned` for `spawn_local` (its worker's local queue, or its
-//!   inbox: `Registry::send_home`), `schedule_blocking` for a
+//!   inbox: `send_home`), `schedule_blocking` for a
 //!   `spawn_blocking` closure (the blocking pool's queue, never a worker).
 //!   A spawn on a worker hands its first schedule to that worker directly
 //!   (`spawn_raw`), as `schedule_task` would.
@@ -70,7 +70,7 @@ where
 
 /// `spawn`, named `name` if it has one (`task::Builder`), from `local`,
 /// this thread's worker if it is one of this pool's (as
-/// `context::with_current_worker` found it): the one lookup of the
+/// `context::current::with_current_worker` found it): the one lookup of the
 /// current worker on a spawn's path.
 #[inline]
 pub(crate) fn spawn_task_on<F>(

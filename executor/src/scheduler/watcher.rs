@@ -11,7 +11,7 @@
 //! The watcher looks at the workers every `tick`: a worker whose poll count
 //! has not moved since the last look, and whose LIFO slot holds a task, has
 //! been in one poll for at least a tick; the watcher takes the task out and
-//! injects it (`Registry::inject`: an injected job, posted after the
+//! injects it (`inject`, `scheduler/spawn.rs`: an injected job, posted after the
 //! poster's fence), which wakes a sleeper. Tasks on the deques need no
 //! watcher: every push onto a deque is posted (a yield included).
 //!
@@ -24,7 +24,7 @@
 //! filled at the end of a poll, which may be a long one that just ended.
 //!
 //! The watcher costs nothing while the pool sleeps, nor while no worker uses
-//! its LIFO slot: it parks when every worker is asleep (`sleep::WatcherPark`), and
+//! its LIFO slot: it parks when every worker is asleep (`sleep::watcher_park::WatcherPark`), and
 //! a worker about to put a task into its LIFO slot unparks it (one load of
 //! the `parked` flag per put, a system call only when it is parked). That
 //! first task after the pool slept is posted instead of put: waiting for the
@@ -41,7 +41,7 @@
 //! * The watcher never runs a task and never touches a deque: it only takes
 //!   from LIFO slots (an atomic swap: the owner or the watcher gets each
 //!   task, never both) and injects.
-//! * It parks (on `sleep::WatcherPark`) only while every worker is counted
+//! * It parks (on `sleep::watcher_park::WatcherPark`) only while every worker is counted
 //!   sleeping, and no worker runs a poll with it parked: the argument, part
 //!   of the sleep protocol, is in `sleep/watcher_park.rs`.
 

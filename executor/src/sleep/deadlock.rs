@@ -15,7 +15,7 @@
 //!   lock is held (as in Rayon): a handler that called `mark_blocked` or
 //!   `mark_unblocked` would deadlock on that lock, so those calls panic with
 //!   a message instead. The pool wraps the user's handler in one that marks
-//!   the thread as running it (`context::run_deadlock_handler`; every
+//!   the thread as running it (`context::plain_cells::run_deadlock_handler`; every
 //!   thread-local lives in `context/`, above this floor).
 //! * A panic of the handler never unwinds through the sleep protocol: it is
 //!   caught, and passed on only to a `mark_blocked` caller (user code).

@@ -337,7 +337,7 @@ impl TaskHeader {
     pub(super) fn live_waker(&self) -> Option<Waker> {
         let waker = self.owner().live_tasks().waker(self.slot()?)?;
         // SAFETY: every registered waker was made by `register_waker`
-        // (`Registry::spawn_raw`), and the clone keeps its task alive while
+        // (`spawn_raw`, `scheduler/spawn.rs`), and the clone keeps its task alive while
         // the header is read. The slot may since have been reused by another
         // task: the comparison below says whether it is still ours (our
         // caller keeps this header alive, so no other task's header can be
@@ -459,7 +459,7 @@ impl OwnedTasks {
     ) {
         self.for_each_waker_in(shard, |waker, name| {
             // SAFETY: every registered waker was made by `register_waker`
-            // before `insert` (`Registry::spawn_raw`), and the registry's
+            // before `insert` (`spawn_raw`, `scheduler/spawn.rs`), and the registry's
             // entry, held under its shard's lock while `f` runs, keeps it and
             // its task alive while `f` reads the header.
             f(unsafe { header_of(waker) }, waker, name);

@@ -72,7 +72,7 @@ impl TaskId {
 
     #[inline]
     fn checked(n: u64) -> TaskId {
-        // A task header keeps the id in 48 bits (`TaskHeader::ident`): 2.8e14
+        // A task header keeps the id in 48 bits (`TaskHeader`'s `id_high` and `id_low`): 2.8e14
         // spawns, nine years of a million spawns a second.
         assert!(
             n < MAX_ID,

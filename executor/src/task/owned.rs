@@ -332,7 +332,7 @@ impl OwnedTasks {
     /// Call `f` with the waker of every registered task (of shard `only`,
     /// or of all), one shard's lock
     /// at a time: the entry, held under the lock, keeps the waker and its
-    /// task alive while `f` runs (`TaskHeader::for_each_live` reads the
+    /// task alive while `f` runs (`OwnedTasks::for_each_live`, `header.rs` reads the
     /// headers through them).
     /// With each waker, the task's name if it has one (the dump's).
     pub(super) fn for_each_waker_in(

@@ -1,7 +1,7 @@
 //! Spawn sites: where a task was spawned and which waker vtable its wakers
 //! have, kept as a 14-bit index into one process-wide table, so that a
 //! task's header holds its id, its kind and its site in one 8-byte field
-//! (`TaskHeader::ident`), and the table of live tasks keeps a task's
+//! (`TaskHeader`'s `site`), and the table of live tasks keeps a task's
 //! waker in one word, its task pointer, finding the vtable here
 //! (`waker.rs`).
 //!
@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::task::RawWakerVTable;
 
 /// Positions in the table: a power of two, so that a hash is masked; with
-/// `OVERFLOW`, an index takes 14 bits (`TaskHeader::ident`).
+/// `OVERFLOW`, an index takes 14 bits (`TaskHeader`'s `site`).
 const SLOTS: usize = 1 << 13;
 /// Sites stored at most: the table is kept at most three quarters full, so a
 /// probe stays short.
