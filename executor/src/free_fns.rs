@@ -45,7 +45,7 @@ where
     F::Output: Send + 'static,
 {
     crate::context::current::with_current_worker(|registry, worker| {
-        spawn_task_on(&registry, future, at, name, worker)
+        spawn_task_on(registry, future, at, name, worker)
     })
 }
 

@@ -78,7 +78,7 @@ impl<'a> TaskBuilder<'a> {
     {
         let registry = &handle.registry;
         Ok(spawn_task_on(
-            &registry,
+            registry,
             future,
             Location::caller(),
             self.name,

@@ -8,8 +8,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use tests::source_text::{
-    backticked_rs_paths, cited_file_exists, code_only, comments_of, doc_files, file_tables,
-    ident, is_ident, module_path, repo_root, rust_files, src_dir, workspace_rust_files, OTHER_PROJECTS,
+    backticked_rs_paths, cited_file_exists, code_only, comments_of, doc_files, file_tables, ident,
+    is_ident, module_path, repo_root, rust_files, src_dir, workspace_rust_files, OTHER_PROJECTS,
 };
 
 /// Every text a reader meets, with where it is: the docs (but the lab
@@ -399,7 +399,9 @@ fn backticked_rust_paths(text: &str) -> Vec<(usize, String)> {
             let segs: Vec<&str> = span.split("::").collect();
             let looks_like_path = segs.len() >= 2
                 && segs.iter().all(|s| {
-                    !s.is_empty() && s.bytes().all(is_ident) && !s.starts_with(|c: char| c.is_ascii_digit())
+                    !s.is_empty()
+                        && s.bytes().all(is_ident)
+                        && !s.starts_with(|c: char| c.is_ascii_digit())
                 });
             if looks_like_path {
                 out.push((n + 1, inside.to_string()));
@@ -458,7 +460,11 @@ fn a_type_cited_with_its_file_is_defined_there() {
                 let Some(code) = [here, root.clone(), src_dir()]
                     .iter()
                     .map(|base| base.join(file))
-                    .filter(|f| f.starts_with(src_dir()) || f.canonicalize().is_ok_and(|c| c.starts_with(src_dir().canonicalize().unwrap())))
+                    .filter(|f| {
+                        f.starts_with(src_dir())
+                            || f.canonicalize()
+                                .is_ok_and(|c| c.starts_with(src_dir().canonicalize().unwrap()))
+                    })
                     .find_map(|f| std::fs::read_to_string(f).ok())
                 else {
                     continue; // a missing file is every_rs_path_the_docs_cite_exists's
@@ -513,7 +519,10 @@ fn number(word: &str) -> Option<usize> {
     if w == "a" || w == "an" {
         return Some(1);
     }
-    NUMBERS.iter().position(|n| *n == w).or_else(|| w.parse().ok())
+    NUMBERS
+        .iter()
+        .position(|n| *n == w)
+        .or_else(|| w.parse().ok())
 }
 
 /// A sentence that says how many floors apart two folders are names them
@@ -557,7 +566,8 @@ fn a_distance_between_floors_is_the_floor_tables() {
             // The folder it is said of: the nearest backticked module
             // before, within the sentence.
             let module_in = |tok: &str| {
-                let m = tok.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '`'));
+                let m = tok
+                    .trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '`'));
                 (m.starts_with('`') && m.len() > 2)
                     .then(|| m.trim_matches('`').to_string())
                     .filter(|m| floor_of(m).is_some())
@@ -614,11 +624,18 @@ fn the_loom_teeth_are_counted_as_the_switches_are() {
         .split('"')
         .filter_map(|s| s.strip_prefix("cfg(pool_loom_"))
         .collect();
-    assert!(switches.len() >= 10, "Cargo.toml's check-cfg list was not read");
+    assert!(
+        switches.len() >= 10,
+        "Cargo.toml's check-cfg list was not read"
+    );
     let mut problems = String::new();
     for file in ["README.md", "scripts/loom"] {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
-        let flat = text.replace('#', " ").split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = text
+            .replace('#', " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         // "teeth, N ways", wherever the text says how many.
         let said = flat.match_indices("teeth").find_map(|(at, _)| {
             flat[at..]
