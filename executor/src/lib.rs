@@ -94,6 +94,7 @@
 //
 // 0. Leaves, which import nothing of the crate.
 mod sync;
+mod teeth;
 mod unwind;
 // 1. The sleep protocol.
 mod sleep;

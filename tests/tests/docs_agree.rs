@@ -614,19 +614,22 @@ fn a_distance_between_floors_is_the_floor_tables() {
     );
 }
 
-/// "Checks that they have teeth, N ways": as many ways as the workspace
-/// has `--cfg pool_loom_*` switches, in the README and in `scripts/loom`.
+/// "Checks that they have teeth, N ways": as many ways as the crate has
+/// teeth (`executor/src/teeth.rs`), each named, in the README and in
+/// `scripts/loom`.
 #[test]
-fn the_loom_teeth_are_counted_as_the_switches_are() {
+fn the_loom_teeth_are_counted_as_the_crate_has_them() {
     let root = repo_root();
-    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    let switches: std::collections::BTreeSet<&str> = cargo
-        .split('"')
-        .filter_map(|s| s.strip_prefix("cfg(pool_loom_"))
+    let teeth_rs = std::fs::read_to_string(root.join("executor/src/teeth.rs")).unwrap();
+    // `Tooth::SkipPosterFence => "skip_poster_fence",`: the names.
+    let teeth: Vec<&str> = teeth_rs
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Tooth::") && l.contains("=> \""))
+        .filter_map(|l| l.split('"').nth(1))
         .collect();
     assert!(
-        switches.len() >= 10,
-        "Cargo.toml's check-cfg list was not read"
+        teeth.len() >= 10,
+        "executor/src/teeth.rs's names were not read"
     );
     let mut problems = String::new();
     for file in ["README.md", "scripts/loom"] {
@@ -646,18 +649,17 @@ fn the_loom_teeth_are_counted_as_the_switches_are() {
                 .find(|w| w[1].trim_matches(|c: char| !c.is_ascii_alphabetic()) == "ways")
                 .and_then(|w| number(w[0].trim_matches(|c: char| !c.is_ascii_alphanumeric())))
         });
-        for switch in &switches {
-            let name = format!("pool_loom_{}", switch.trim_end_matches(')'));
-            if !text.contains(&name) {
-                writeln!(problems, "{file}: does not name `--cfg {name}`").unwrap();
+        for tooth in &teeth {
+            if !text.contains(&format!("POOL_LOOM_TOOTH={tooth}")) {
+                writeln!(problems, "{file}: does not name POOL_LOOM_TOOTH={tooth}").unwrap();
             }
         }
-        if said != Some(switches.len()) {
+        if said != Some(teeth.len()) {
             writeln!(
                 problems,
-                "{file}: the teeth are said to be checked {said:?} ways; Cargo.toml has {} \
-                 switches: {switches:?}",
-                switches.len()
+                "{file}: the teeth are said to be checked {said:?} ways; the crate has {}: \
+                 {teeth:?}",
+                teeth.len()
             )
             .unwrap();
         }

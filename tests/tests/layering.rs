@@ -22,6 +22,7 @@ use tests::source_text::{code_only, ident, is_ident, module_path, repo_root, rus
 /// every floor and is not checked.
 const FLOORS: &[(&str, u8)] = &[
     ("sync", 0),
+    ("teeth", 0),
     ("unwind", 0),
     ("sleep", 1),
     ("task", 2),

@@ -79,8 +79,7 @@ impl GuestRuntime for StandInGuest {
 }
 
 /// The teeth check: `scripts/loom` runs this model with the sleeper's
-/// waker stored outside the critical section that read its flag (`--cfg
-/// pool_loom_split_guest_waker`), and requires loom to report the deadlock.
+/// waker stored outside the critical section that read its flag (`POOL_LOOM_TOOTH=split_guest_waker`), and requires loom to report the deadlock.
 #[test]
 fn an_injected_job_reaches_a_worker_asleep_in_its_guest_runtime() {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

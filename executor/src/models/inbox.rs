@@ -5,7 +5,7 @@
 //! interleaving, the worker gets the task, on its condvar and in the
 //! driver, and a second worker that sleeps too is not woken for it.
 //!
-//! Teeth: `--cfg pool_loom_skip_inbox_check` leaves the inbox out of the
+//! Teeth: `POOL_LOOM_TOOTH=skip_inbox_check` leaves the inbox out of the
 //! final check, and loom must find the worker asleep with a task in its
 //! inbox (a deadlock); `scripts/loom` checks it.
 
@@ -14,6 +14,7 @@ use super::sleep::{assert_counters_at_rest, without_driver};
 use crate::sleep::inbox::Inbox;
 use crate::sleep::latch::CoreLatch;
 use crate::sleep::manager::SleepManager;
+use crate::teeth::{pulled, Tooth};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -40,12 +41,7 @@ fn idle_until_inbox(
         sleep.no_work_found(
             &mut idle_state,
             latch,
-            || {
-                #[cfg(not(pool_loom_skip_inbox_check))]
-                return inbox.has_items();
-                #[cfg(pool_loom_skip_inbox_check)]
-                return false;
-            },
+            || !pulled(Tooth::SkipInboxCheck) && inbox.has_items(),
             &mut wakers,
             None,
         );

@@ -25,27 +25,20 @@
 //! pair of a sleeper that found the driver held and of the driver's
 //! releaser in `sleep/mod.rs`, two in `sleep/watcher_park.rs`), and
 //! `scripts/loom` checks that the models have teeth in eleven ways (a loom deadlock aborts
-//! the process, so each is checked from outside): `--cfg
-//! pool_loom_skip_poster_fence` or `--cfg
-//! pool_loom_skip_sleeper_fence` remove one fence, and loom must find the
+//! the process, so each is checked from outside): `POOL_LOOM_TOOTH=skip_poster_fence` or `POOL_LOOM_TOOTH=skip_sleeper_fence` remove one fence, and loom must find the
 //! lost wakeup in `injected_job_while_the_worker_falls_asleep_is_never_lost`
-//! (the condvar sleeper's and the driver sleeper's); `--cfg
-//! pool_loom_skip_finder_fence` removes the finder's, and loom must find the
-//! stranded job; `--cfg pool_loom_watcher_looks_first` puts the watcher's
+//! (the condvar sleeper's and the driver sleeper's); `POOL_LOOM_TOOTH=skip_finder_fence` removes the finder's, and loom must find the
+//! stranded job; `POOL_LOOM_TOOTH=watcher_looks_first` puts the watcher's
 //! read of the counters before it announces itself parked, and loom must
-//! find it asleep through a poll; `--cfg pool_loom_skip_inbox_check` leaves
+//! find it asleep through a poll; `POOL_LOOM_TOOTH=skip_inbox_check` leaves
 //! a worker's inbox out of its final check, and loom must find the
-//! `spawn_local` task woken from another thread lost (`inbox.rs`); `--cfg
-//! pool_loom_split_guest_waker` has a sleeper in a guest runtime store its waker
+//! `spawn_local` task woken from another thread lost (`inbox.rs`); `POOL_LOOM_TOOTH=split_guest_waker` has a sleeper in a guest runtime store its waker
 //! apart from its read of its flag, and loom must find the wake lost
-//! (`guest_runtime.rs`); `--cfg pool_loom_skip_missed_fence` removes the fence of
+//! (`guest_runtime.rs`); `POOL_LOOM_TOOTH=skip_missed_fence` removes the fence of
 //! a sleeper that found the driver held, and loom must find readiness
-//! that nobody watches (`driver.rs`); `--cfg pool_loom_skip_quiet_unpark` and `--cfg
-//! pool_loom_sleeper_adds_itself` break the paused clock's jump, and loom
-//! must find it missed (a deadlock) or early (`paused_jump.rs`); `--cfg
-//! pool_loom_relaxed_shares` relaxes a task share's give-back, and loom
-//! must find a holder's read of the pool racing its free (`shares.rs`); `--cfg
-//! pool_loom_leave_reads_first` has an idle worker read the driver
+//! that nobody watches (`driver.rs`); `POOL_LOOM_TOOTH=skip_quiet_unpark` and `POOL_LOOM_TOOTH=sleeper_adds_itself` break the paused clock's jump, and loom
+//! must find it missed (a deadlock) or early (`paused_jump.rs`); `POOL_LOOM_TOOTH=relaxed_shares` relaxes a task share's give-back, and loom
+//! must find a holder's read of the pool racing its free (`shares.rs`); `POOL_LOOM_TOOTH=leave_reads_first` has an idle worker read the driver
 //! sleeper's wait before it hands its timers over, and loom must find a
 //! timer waited for past its deadline (`timer_hand_over.rs`).
 

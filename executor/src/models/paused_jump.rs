@@ -11,11 +11,11 @@
 //!
 //! * no jump is missed: a sleeper that decided not to jump (a blocking
 //!   closure held the clock) is unparked when the closure ends, and jumps
-//!   (`--cfg pool_loom_skip_quiet_unpark` drops that unpark: loom must find
+//!   (`POOL_LOOM_TOOTH=skip_quiet_unpark` drops that unpark: loom must find
 //!   the sleeper blocked for ever);
 //! * no jump is early: a job injected by a `block_on` thread that then
 //!   sleeps runs before the clock jumps, on two workers that idle and fall
-//!   asleep meanwhile (`--cfg pool_loom_sleeper_adds_itself` has a woken
+//!   asleep meanwhile (`POOL_LOOM_TOOTH=sleeper_adds_itself` has a woken
 //!   worker add itself back to the activity when it runs, instead of its
 //!   waker under its lock: loom must find the job run after the jump).
 //!

@@ -10,7 +10,7 @@
 //! worker's checks unparked the sleeper, or the wait the sleeper recorded
 //! ends by the deadline.
 //!
-//! Teeth (`scripts/loom`): `--cfg pool_loom_leave_reads_first` has `leave`
+//! Teeth (`scripts/loom`): `POOL_LOOM_TOOTH=leave_reads_first` has `leave`
 //! read the sleeper's wait before it marks the shard unattended, and loom
 //! must find the sleeper waiting the slack past the deadline.
 //!

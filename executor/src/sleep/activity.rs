@@ -49,6 +49,7 @@
 //! hand-over.
 
 use crate::sync::{AtomicUsize, Ordering};
+use crate::teeth::{pulled, Tooth};
 
 #[derive(Debug)]
 pub(crate) struct Activity {
@@ -80,17 +81,13 @@ impl Activity {
         // Test-only: drop this end's report of quiet, so a paused driver's
         // sleeper that decided not to jump is never told to decide again
         // (`scripts/loom` requires loom to find it asleep for ever).
-        #[cfg(pool_loom_skip_quiet_unpark)]
-        {
+        if pulled(Tooth::SkipQuietUnpark) {
             self.count.fetch_sub(1, Ordering::SeqCst);
-            false
+            return false;
         }
-        #[cfg(not(pool_loom_skip_quiet_unpark))]
-        {
-            let before = self.count.fetch_sub(1, Ordering::SeqCst);
-            debug_assert!(before > 0, "more ends than begins of a pool's activity");
-            before == 1
-        }
+        let before = self.count.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(before > 0, "more ends than begins of a pool's activity");
+        before == 1
     }
 
     /// Is nothing of the pool active? See the module docs for why a `true`

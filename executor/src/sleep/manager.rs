@@ -11,6 +11,7 @@ use super::park::{GuestRuntime, Park};
 use super::state::{Blocked, SleepState};
 use super::watcher_park::WatcherPark;
 use crate::sync::{fence, yield_now, AtomicBool, AtomicUsize, Ordering};
+use crate::teeth::{pulled, Tooth};
 use crossbeam_utils::CachePadded;
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -216,8 +217,9 @@ impl SleepManager {
         // (in `sleep`), not its waker now: a paused clock may then jump
         // between the wake and the woken worker's run, and
         // `models/paused_jump.rs` must find the job run after the jump.
-        #[cfg(not(pool_loom_sleeper_adds_itself))]
-        self.activity.begin();
+        if !pulled(Tooth::SleeperAddsItself) {
+            self.activity.begin();
+        }
         self.sleeper_left();
     }
 
@@ -305,8 +307,9 @@ impl SleepManager {
         // either the poster sees us active, and wakes a sleeper itself, or
         // we see its job here. Internal posts have no fence #1, so for jobs
         // in workers' deques this is a best effort; their posters are awake.
-        #[cfg(not(pool_loom_skip_finder_fence))]
-        fence(Ordering::SeqCst);
+        if !pulled(Tooth::SkipFinderFence) {
+            fence(Ordering::SeqCst);
+        }
         if has_queued_jobs() {
             self.new_jobs(1)
         } else {
@@ -406,8 +409,9 @@ impl SleepManager {
         // fences each side could read a stale value and the job would sit in
         // the injector while every worker sleeps. See README.md, "Proof
         // sketch".
-        #[cfg(not(pool_loom_skip_sleeper_fence))]
-        fence(Ordering::SeqCst);
+        if !pulled(Tooth::SkipSleeperFence) {
+            fence(Ordering::SeqCst);
+        }
 
         // The final injector check. Internal jobs need no such check: their
         // poster is an awake worker that will run them itself.
@@ -485,8 +489,9 @@ impl SleepManager {
                 (None, None) if deadlock.is_none() => sleep_state.block(is_blocked),
                 (None, None) => sleep_state.block_after(is_blocked, before_wait),
             }
-            #[cfg(pool_loom_sleeper_adds_itself)]
-            self.activity.begin();
+            if pulled(Tooth::SleeperAddsItself) {
+                self.activity.begin();
+            }
             if let Some(deadlock) = deadlock {
                 deadlock.worker_awake();
             }
@@ -516,8 +521,9 @@ impl SleepManager {
         // If ours comes first, the holder reads our word (or a later one)
         // and wakes a sleeper that missed; if theirs does, our try sees the
         // driver free. See README.md, "the driver handed over".
-        #[cfg(not(pool_loom_skip_missed_fence))]
-        fence(Ordering::SeqCst);
+        if !pulled(Tooth::SkipMissedFence) {
+            fence(Ordering::SeqCst);
+        }
         if driver.try_acquire() {
             // Taken after all: withdraw the word, unless another sleeper's
             // replaced it. (A word left behind only costs a spurious wake.)
@@ -569,8 +575,9 @@ impl SleepManager {
     pub(crate) fn new_injected_jobs(&self, num_jobs: usize) -> usize {
         // Fence #1 (the poster's): orders the injector push before the read
         // of the counters in `new_jobs`; pairs with fence #2 in `sleep`.
-        #[cfg(not(pool_loom_skip_poster_fence))]
-        fence(Ordering::SeqCst);
+        if !pulled(Tooth::SkipPosterFence) {
+            fence(Ordering::SeqCst);
+        }
         self.new_jobs(num_jobs)
     }
 

@@ -24,6 +24,7 @@
 
 use super::park::{GuestRuntime, Park};
 use crate::sync::{Condvar, Mutex, MutexGuard};
+use crate::teeth::{pulled, Tooth};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Poll, Waker};
 
@@ -220,8 +221,7 @@ impl SleepState {
             // Test-only: store the waker in a critical section of its own,
             // after the flag was read: a wake in between is lost, and the
             // guest runtime model must find it (`scripts/loom`).
-            #[cfg(pool_loom_split_guest_waker)]
-            {
+            if pulled(Tooth::SplitGuestWaker) {
                 drop(is_blocked);
                 is_blocked = self.lock();
             }

@@ -40,13 +40,14 @@
 //!   between its decrement of `sleeping` and its read of `parked`. So no
 //!   poll runs while the watcher is parked. `../models/watcher.rs` checks
 //!   this under loom, and that a watcher reading the counters before it
-//!   announces itself (`--cfg pool_loom_watcher_looks_first`) sleeps
+//!   announces itself (`POOL_LOOM_TOOTH=watcher_looks_first`) sleeps
 //!   through the poll.
 //! * The unpark may happen under a worker's sleep lock; the watcher never
 //!   takes a sleep lock (it reads the counters), so its own lock nests
 //!   inside one without a cycle.
 
 use crate::sync::{fence, AtomicBool, Condvar, Mutex, Ordering};
+use crate::teeth::{pulled, Tooth};
 use crossbeam_utils::CachePadded;
 use std::time::Duration;
 
@@ -118,13 +119,13 @@ impl WatcherPark {
     ///
     /// `parked` is announced before `all_asleep` is read (see the module
     /// invariants); `../models/watcher.rs` checks that, and that reading it
-    /// only before the announcement (`pool_loom_watcher_looks_first`) loses
+    /// only before the announcement (`POOL_LOOM_TOOTH=watcher_looks_first`) loses
     /// a worker's wake.
     pub(crate) fn park_while(&self, all_asleep: impl Fn() -> bool) -> Option<bool> {
         let mut state = self.state.lock();
         state.urgent = true;
-        #[cfg(pool_loom_watcher_looks_first)]
-        if !all_asleep() {
+        let looks_first = pulled(Tooth::WatcherLooksFirst);
+        if looks_first && !all_asleep() {
             return (!state.stopped).then_some(true);
         }
         state.parked = true;
@@ -133,8 +134,7 @@ impl WatcherPark {
         // `parked` sees it set, or this read of the counters sees the
         // worker taken off `sleeping`.
         fence(Ordering::SeqCst);
-        #[cfg(not(pool_loom_watcher_looks_first))]
-        if !all_asleep() {
+        if !looks_first && !all_asleep() {
             state.parked = false;
             self.parked.store(false, Ordering::SeqCst);
         }

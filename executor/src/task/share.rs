@@ -47,10 +47,11 @@
 //!
 //! `models/shares.rs` checks the last two under loom: a share's reads of
 //! the pool all come before its free, and the pool is freed once, when
-//! neither shares nor handles are left. (`--cfg pool_loom_relaxed_shares`
+//! neither shares nor handles are left. (`POOL_LOOM_TOOTH=relaxed_shares`
 //! makes the give-back relaxed, and loom must find a read racing the free.)
 
 use crate::sync::{AtomicUsize, Ordering};
+use crate::teeth::{pulled, Tooth};
 
 /// A pool's count of the shares its tasks and its workers' caches hold.
 #[derive(Debug, Default)]
@@ -77,10 +78,11 @@ impl TaskShares {
         // Release: this holder's reads of the pool come before the free;
         // acquire: the last give-back sees every earlier holder's (module
         // invariants).
-        #[cfg(not(pool_loom_relaxed_shares))]
-        let order = Ordering::AcqRel;
-        #[cfg(pool_loom_relaxed_shares)]
-        let order = Ordering::Relaxed;
+        let order = if pulled(Tooth::RelaxedShares) {
+            Ordering::Relaxed
+        } else {
+            Ordering::AcqRel
+        };
         let before = self.count.fetch_sub(n, order);
         debug_assert!(before >= n, "more task shares given back than taken");
         before == n

@@ -44,6 +44,7 @@
 //! `NONE` is an empty shard.
 
 use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::teeth::{pulled, Tooth};
 use crossbeam_utils::CachePadded;
 
 /// An empty shard's earliest deadline.
@@ -146,21 +147,21 @@ impl Deadlines {
         let published = &self.shards[shard];
         // The teeth of `models/timer_hand_over.rs`: the sleeper's wait read
         // before the store below.
-        #[cfg(pool_loom_leave_reads_first)]
-        let parked = self.parked.load(Ordering::Relaxed);
+        let read_first =
+            pulled(Tooth::LeaveReadsFirst).then(|| self.parked.load(Ordering::Relaxed));
         // Relaxed, then the writer's fence (module docs): the store is
         // ordered before the read of the sleeper's wait.
         published.attended.store(false, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         // Relaxed: our own shard, whose last store we made.
         let earliest = published.earliest.load(Ordering::Relaxed);
-        #[cfg(pool_loom_leave_reads_first)]
-        return earliest != NONE
-            && parked != NOT_PARKED
-            && parked != PAUSED
-            && earliest < parked - 1;
-        #[cfg(not(pool_loom_leave_reads_first))]
-        return earliest != NONE && self.blocked_past(earliest);
+        if let Some(parked) = read_first {
+            return earliest != NONE
+                && parked != NOT_PARKED
+                && parked != PAUSED
+                && earliest < parked - 1;
+        }
+        earliest != NONE && self.blocked_past(earliest)
     }
 
     /// The owner of shard `shard` is awake again and fires its own timers.
