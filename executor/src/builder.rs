@@ -494,6 +494,33 @@ impl Builder {
         self
     }
 
+    /// Give a seeded pool ([`seed`](Builder::seed)) a simulated network
+    /// ([`pool::sim`](crate::sim)): its `pool::net` TCP and UDP sockets
+    /// become in-memory endpoints on simulated hosts, every byte crosses a
+    /// link with `net`'s latency and loss, drawn from the seed, and
+    /// [`sim::partition`](crate::sim::partition) and
+    /// [`Host::crash`](crate::sim::Host::crash) cut and kill hosts, so a
+    /// run of a service and its clients replays with its faults.
+    ///
+    /// An unseeded pool with a network is an `InvalidInput` error at
+    /// [`build`](Builder::build), as are `net`'s values out of range.
+    ///
+    /// Default: no network (a seeded pool refuses every socket, as
+    /// `Unsupported`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = pool::Builder::new().network(pool::sim::Network::new()).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// let pool = pool::Builder::new().seed(1).network(pool::sim::Network::new()).build().unwrap();
+    /// assert_eq!(pool.seed(), Some(1));
+    /// ```
+    pub fn network(mut self, net: crate::sim::settings::Network) -> Builder {
+        self.config.network = Some(net);
+        self
+    }
+
     /// Let [`pool::fs`](crate::fs) run opens, reads, writes and syncs on
     /// the pool's io_uring where the kernel gives one (on by default);
     /// `false` keeps every file operation on the blocking threads, as

@@ -104,6 +104,7 @@ pub mod task;
 mod context;
 mod scheduler;
 mod seeded;
+pub mod sim;
 mod tokio_compat;
 // 4. I/O, fork-join, seeing inside.
 mod inspect;
@@ -161,11 +162,15 @@ pub mod __private {
         thread_name: Option<&str>,
         start_paused: bool,
         seed: Option<u64>,
+        network: bool,
         attribute: &str,
     ) -> crate::pool::Pool {
         let mut builder = crate::builder::Builder::new().start_paused(start_paused);
         if let Some(seed) = seed {
             builder = builder.seed(seed);
+        }
+        if network {
+            builder = builder.network(crate::sim::settings::Network::new());
         }
         if let Some(n) = worker_threads {
             builder = builder.worker_threads(n);
@@ -223,6 +228,7 @@ pub mod __private {
         thread_name: Option<&str>,
         first: u64,
         seeds: Option<u64>,
+        network: bool,
         attribute: &str,
         body: impl Fn(&crate::pool::Pool) -> T,
     ) -> T {
@@ -239,7 +245,14 @@ pub mod __private {
         let mut ran = 0;
         loop {
             let seed = first.wrapping_add(ran);
-            let pool = pool_for_macro(worker_threads, thread_name, true, Some(seed), attribute);
+            let pool = pool_for_macro(
+                worker_threads,
+                thread_name,
+                true,
+                Some(seed),
+                network,
+                attribute,
+            );
             let out = body(&pool);
             drop(pool);
             if out.failed() {

@@ -21,7 +21,8 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, Meta, Token};
 
 /// The arguments the attributes accept, for error messages.
-const KNOWN_ARGUMENTS: &str = "`worker_threads`, `thread_name`, `start_paused`, `seed`, `seeds`";
+const KNOWN_ARGUMENTS: &str =
+    "`worker_threads`, `thread_name`, `start_paused`, `seed`, `seeds`, `network`";
 
 /// Turns `async fn main()` into a `fn main()` that runs its body on a new
 /// `pool::Pool` (`worker_threads = N` workers, or the default; threads
@@ -106,6 +107,8 @@ struct Config {
     start_paused: Option<(bool, Span)>,
     seed: Option<(u64, Span)>,
     seeds: Option<(u64, Span)>,
+    /// `network`: a simulated network in the seeded pool (`pool::sim`).
+    network: Option<Span>,
 }
 
 fn expand(kind: Kind, args: TokenStream2, item: TokenStream2) -> TokenStream2 {
@@ -178,6 +181,26 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             .get_ident()
             .map(ToString::to_string)
             .unwrap_or_else(|| meta.path().to_token_stream().to_string());
+        if name == "network" {
+            // A flag: the pool gets `pool::sim::Network::new()`.
+            if !matches!(meta, Meta::Path(_)) {
+                errors.push(syn::Error::new_spanned(
+                    &meta,
+                    "`network` takes no value: write `network` beside `seed = N` for a \
+                     simulated network with pool::sim::Network::new()'s settings",
+                ));
+            } else if let Some(first) = config.network {
+                let mut e = syn::Error::new_spanned(
+                    meta.path(),
+                    "`network` is given twice; remove one of them",
+                );
+                e.combine(syn::Error::new(first, "first given here"));
+                errors.push(e);
+            } else {
+                config.network = Some(meta.path().span());
+            }
+            continue;
+        }
         let example = match name.as_str() {
             "worker_threads" => "`worker_threads = 4`",
             "thread_name" => "`thread_name = \"app\"`",
@@ -242,6 +265,14 @@ fn parse_args(args: TokenStream2, errors: &mut Vec<syn::Error>) -> Config {
             "`seeds` needs `seed = N` beside it, the first seed of the sweep, like `seed = 0, seeds = 500`",
         ));
         config.seeds = None;
+    }
+    if let (Some(span), None) = (config.network, &config.seed) {
+        errors.push(syn::Error::new(
+            span,
+            "`network` simulates a network inside a seeded pool: add `seed = N` beside it, \
+             like `seed = 7, network`",
+        ));
+        config.network = None;
     }
     config
 }
@@ -393,6 +424,7 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         None => quote!(::core::option::Option::None),
     };
     let attribute = kind.attribute();
+    let network = config.network.is_some();
     if let (Kind::Test, Some((first, _))) = (kind, config.seed) {
         // A seeded test: the body runs once per seed of its sweep, each on
         // a fresh pool (`__private::run_seeds`).
@@ -402,7 +434,7 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
         };
         let run = quote_spanned! {block.span()=>
             ::pool::__private::run_seeds(
-                #workers, #name, #first, #seeds, #attribute,
+                #workers, #name, #first, #seeds, #network, #attribute,
                 |pool: &::pool::Pool| pool.block_on(async #block),
             )
         };
@@ -416,7 +448,8 @@ fn expand_fn(kind: Kind, mut input: ItemFn, config: &Config) -> TokenStream2 {
     // The call spans the body's braces, so a mismatch between the body's
     // value and the declared return type points at the user's body.
     let run = quote_spanned! {block.span()=>
-        ::pool::__private::pool_for_macro(#workers, #name, #paused, #seed, #attribute).block_on(body)
+        ::pool::__private::pool_for_macro(#workers, #name, #paused, #seed, #network, #attribute)
+            .block_on(body)
     };
     let body: syn::Block = syn::parse_quote! {{
         let body = async #block;

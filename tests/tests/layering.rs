@@ -32,6 +32,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("time", 3),
     ("inspect", 3),
     ("seeded", 3),
+    ("sim", 3),
     ("tokio_compat", 3),
     ("io", 4),
     ("builder", 5),

@@ -44,9 +44,10 @@
 //! ```
 
 /// The futures-io traits of a connected stream socket (`TcpStream`,
-/// `UnixStream`, and references to them) whose `io` field is a
-/// `PollEvented` of a mio stream: `PollEvented`'s stream transfers, no
-/// buffering, and `poll_close` shutting down the writing half.
+/// `UnixStream`, and references to them) whose `io` field has the stream
+/// transfers of a `PollEvented` (a `PollEvented` itself, or `TcpStream`'s
+/// `StreamIo`): no buffering, and `poll_close` shutting down the writing
+/// half (the type's `close_write_half`).
 macro_rules! impl_stream_io {
     ($($ty:ty),*) => {$(
         impl futures::io::AsyncRead for $ty {
@@ -96,15 +97,19 @@ macro_rules! impl_stream_io {
                 self: std::pin::Pin<&mut Self>,
                 _: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                match self.io.source().shutdown(std::net::Shutdown::Write) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotConnected => {
-                        std::task::Poll::Ready(Err(e))
-                    }
-                    _ => std::task::Poll::Ready(Ok(())),
-                }
+                std::task::Poll::Ready($crate::net::closed_write(self.close_write_half()))
             }
         }
     )*};
+}
+
+/// What `poll_close` of a stream makes of its `shutdown(Write)`: a peer
+/// that went first (`NotConnected`) is no error.
+pub(crate) fn closed_write(result: std::io::Result<()>) -> std::io::Result<()> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::NotConnected => Err(e),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) mod addr;

@@ -3,6 +3,8 @@
 use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
+use crate::sim::network::SimNet;
+use crate::sim::sockets::{SimListener, SimStream};
 use crate::task::waits::Resource;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -22,7 +24,35 @@ use std::task::{ready, Context, Poll};
 /// # });
 /// ```
 pub struct TcpListener {
-    io: PollEvented<mio::net::TcpListener>,
+    io: ListenerIo,
+}
+
+/// What a `TcpListener` listens on: a socket of the OS, on the pool's
+/// driver, or a listener of a seeded pool's simulated network (`sim/`).
+enum ListenerIo {
+    Os(PollEvented<mio::net::TcpListener>),
+    Sim(SimListener),
+}
+
+/// The panic of a descriptor asked of a simulated socket.
+#[cold]
+#[track_caller]
+pub(crate) fn no_descriptor() -> ! {
+    panic!(
+        "pool::net: a socket of a seeded pool's simulated network (pool::sim) has no file \
+         descriptor: set its options through its own methods, or build the pool without \
+         Builder::network to use the OS's sockets"
+    )
+}
+
+impl ListenerIo {
+    /// The OS's socket (for `AsRawFd`).
+    fn source(&self) -> &mio::net::TcpListener {
+        match self {
+            ListenerIo::Os(io) => io.source(),
+            ListenerIo::Sim(_) => no_descriptor(),
+        }
+    }
 }
 
 impl TcpListener {
@@ -36,6 +66,11 @@ impl TcpListener {
     pub fn bind(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<TcpListener>> {
         let at = Location::caller();
         each_addr(addr, move |addr| async move {
+            if let Some((net, host)) = SimNet::current() {
+                return Ok(TcpListener {
+                    io: ListenerIo::Sim(SimListener::bind(net, host, addr)?),
+                });
+            }
             TcpListener::from_mio(mio::net::TcpListener::bind(addr)?, at)
         })
     }
@@ -45,7 +80,7 @@ impl TcpListener {
         at: &'static Location<'static>,
     ) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            io: PollEvented::new(listener, Resource::TcpListener, at)?,
+            io: ListenerIo::Os(PollEvented::new(listener, Resource::TcpListener, at)?),
         })
     }
 
@@ -76,13 +111,24 @@ impl TcpListener {
         cx: &mut Context<'_>,
         at: &'static Location<'static>,
     ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
+        let io = match &self.io {
+            ListenerIo::Os(io) => io,
+            ListenerIo::Sim(l) => {
+                let (stream, addr) = ready!(l.poll_accept(cx))?;
+                let io = StreamIo::Sim(stream);
+                return Poll::Ready(Ok((TcpStream { io }, addr)));
+            }
+        };
+        let (stream, addr) = ready!(io.poll_io(cx, Direction::Read, |l| l.accept()))?;
         Poll::Ready(TcpStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
     /// The local address this listener is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().local_addr()
+        match &self.io {
+            ListenerIo::Os(io) => io.source().local_addr(),
+            ListenerIo::Sim(l) => Ok(l.local_addr()),
+        }
     }
 }
 
@@ -124,7 +170,66 @@ impl fmt::Debug for TcpListener {
 /// # });
 /// ```
 pub struct TcpStream {
-    io: PollEvented<mio::net::TcpStream>,
+    io: StreamIo,
+}
+
+/// What a `TcpStream` is: a socket of the OS, on the pool's driver, or an
+/// end of a connection of a seeded pool's simulated network (`sim/`).
+enum StreamIo {
+    Os(PollEvented<mio::net::TcpStream>),
+    Sim(SimStream),
+}
+
+impl StreamIo {
+    /// The OS's socket (for its options and `AsRawFd`).
+    fn source(&self) -> &mio::net::TcpStream {
+        match self {
+            StreamIo::Os(io) => io.source(),
+            StreamIo::Sim(_) => no_descriptor(),
+        }
+    }
+
+    fn poll_read(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        match self {
+            StreamIo::Os(io) => io.poll_read(cx, buf),
+            StreamIo::Sim(s) => s.poll_read(cx, buf),
+        }
+    }
+
+    fn poll_read_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            StreamIo::Os(io) => io.poll_read_vectored(cx, bufs),
+            StreamIo::Sim(s) => match bufs.iter_mut().find(|b| !b.is_empty()) {
+                Some(buf) => s.poll_read(cx, buf),
+                None => s.poll_read(cx, &mut []),
+            },
+        }
+    }
+
+    fn poll_write(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self {
+            StreamIo::Os(io) => io.poll_write(cx, buf),
+            StreamIo::Sim(s) => s.poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self {
+            StreamIo::Os(io) => io.poll_write_vectored(cx, bufs),
+            StreamIo::Sim(s) => {
+                let buf = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
+                s.poll_write(cx, buf)
+            }
+        }
+    }
 }
 
 impl TcpStream {
@@ -138,8 +243,18 @@ impl TcpStream {
     pub fn connect(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<TcpStream>> {
         let at = Location::caller();
         each_addr(addr, move |addr| async move {
+            if let Some((net, host)) = SimNet::current() {
+                let stream = SimStream::connect(net, host, addr)?;
+                poll_fn(|cx| stream.poll_connected(cx)).await?;
+                return Ok(TcpStream {
+                    io: StreamIo::Sim(stream),
+                });
+            }
             let stream = TcpStream::from_mio(mio::net::TcpStream::connect(addr)?, at)?;
-            poll_fn(|cx| stream.io.poll_io(cx, Direction::Write, connected)).await?;
+            let StreamIo::Os(io) = &stream.io else {
+                unreachable!("made from mio")
+            };
+            poll_fn(|cx| io.poll_io(cx, Direction::Write, connected)).await?;
             Ok(stream)
         })
     }
@@ -149,33 +264,55 @@ impl TcpStream {
         at: &'static Location<'static>,
     ) -> io::Result<TcpStream> {
         Ok(TcpStream {
-            io: PollEvented::new(stream, Resource::TcpStream, at)?,
+            io: StreamIo::Os(PollEvented::new(stream, Resource::TcpStream, at)?),
         })
     }
 
     /// The address of the peer.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().peer_addr()
+        match &self.io {
+            StreamIo::Os(io) => io.source().peer_addr(),
+            StreamIo::Sim(s) => Ok(s.peer_addr()),
+        }
     }
 
     /// The local address of this end.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().local_addr()
+        match &self.io {
+            StreamIo::Os(io) => io.source().local_addr(),
+            StreamIo::Sim(s) => Ok(s.local_addr()),
+        }
     }
 
-    /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
+    /// Sets `TCP_NODELAY` (no Nagle delay for small writes). On a
+    /// simulated stream (`pool::sim`) it is accepted and changes nothing:
+    /// every write is a segment of its own.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.io.source().set_nodelay(on)
+        match &self.io {
+            StreamIo::Os(io) => io.source().set_nodelay(on),
+            StreamIo::Sim(_) => Ok(()),
+        }
     }
 
-    /// Whether `TCP_NODELAY` is set.
+    /// Whether `TCP_NODELAY` is set (always, on a simulated stream).
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.io.source().nodelay()
+        match &self.io {
+            StreamIo::Os(io) => io.source().nodelay(),
+            StreamIo::Sim(_) => Ok(true),
+        }
     }
 
     /// Shuts down the read half, the write half, or both.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.io.source().shutdown(how)
+        match &self.io {
+            StreamIo::Os(io) => io.source().shutdown(how),
+            StreamIo::Sim(s) => s.shutdown(how),
+        }
+    }
+
+    /// `poll_close`'s shutdown of the writing half.
+    fn close_write_half(&self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
     }
 }
 

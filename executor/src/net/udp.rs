@@ -3,6 +3,8 @@
 use super::addr::each_addr;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
+use crate::sim::network::SimNet;
+use crate::sim::sockets::SimUdpSocket;
 use crate::task::waits::Resource;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -28,7 +30,24 @@ use std::panic::Location;
 /// # });
 /// ```
 pub struct UdpSocket {
-    io: PollEvented<mio::net::UdpSocket>,
+    io: SocketIo,
+}
+
+/// What a `UdpSocket` is: a socket of the OS, on the pool's driver, or a
+/// socket of a seeded pool's simulated network (`sim/`).
+enum SocketIo {
+    Os(PollEvented<mio::net::UdpSocket>),
+    Sim(SimUdpSocket),
+}
+
+impl SocketIo {
+    /// The OS's socket (for `AsRawFd`).
+    fn source(&self) -> &mio::net::UdpSocket {
+        match self {
+            SocketIo::Os(io) => io.source(),
+            SocketIo::Sim(_) => super::tcp::no_descriptor(),
+        }
+    }
 }
 
 impl UdpSocket {
@@ -41,6 +60,11 @@ impl UdpSocket {
     pub fn bind(addr: impl ToSocketAddrs) -> impl Future<Output = io::Result<UdpSocket>> {
         let at = Location::caller();
         each_addr(addr, move |addr| async move {
+            if let Some((net, host)) = SimNet::current() {
+                return Ok(UdpSocket {
+                    io: SocketIo::Sim(SimUdpSocket::bind(net, host, addr)?),
+                });
+            }
             UdpSocket::from_mio(mio::net::UdpSocket::bind(addr)?, at)
         })
     }
@@ -50,7 +74,7 @@ impl UdpSocket {
         at: &'static Location<'static>,
     ) -> io::Result<UdpSocket> {
         Ok(UdpSocket {
-            io: PollEvented::new(socket, Resource::UdpSocket, at)?,
+            io: SocketIo::Os(PollEvented::new(socket, Resource::UdpSocket, at)?),
         })
     }
 
@@ -61,42 +85,72 @@ impl UdpSocket {
             .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
-        poll_fn(|cx| {
-            self.io
-                .poll_io(cx, Direction::Write, |s| s.send_to(buf, target))
-        })
-        .await
+        match &self.io {
+            SocketIo::Os(io) => {
+                poll_fn(|cx| io.poll_io(cx, Direction::Write, |s| s.send_to(buf, target))).await
+            }
+            SocketIo::Sim(s) => poll_fn(|cx| s.poll_send_to(cx, buf, target)).await,
+        }
     }
 
     /// Receives one datagram into `buf`; returns its length and sender.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))).await
+        match &self.io {
+            SocketIo::Os(io) => {
+                poll_fn(|cx| io.poll_io(cx, Direction::Read, |s| s.recv_from(buf))).await
+            }
+            SocketIo::Sim(s) => poll_fn(|cx| s.poll_recv_from(cx, buf)).await,
+        }
     }
 
     /// Sets the peer for [`send`](UdpSocket::send) and
     /// [`recv`](UdpSocket::recv), and receives only from it.
     pub fn connect(&self, addr: SocketAddr) -> io::Result<()> {
-        self.io.source().connect(addr)
+        match &self.io {
+            SocketIo::Os(io) => io.source().connect(addr),
+            SocketIo::Sim(s) => s.connect(addr),
+        }
     }
 
     /// Sends `buf` to the connected peer.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
+        match &self.io {
+            SocketIo::Os(io) => {
+                poll_fn(|cx| io.poll_io(cx, Direction::Write, |s| s.send(buf))).await
+            }
+            SocketIo::Sim(s) => {
+                let peer = s.peer_addr()?;
+                poll_fn(|cx| s.poll_send_to(cx, buf, peer)).await
+            }
+        }
     }
 
     /// Receives one datagram from the connected peer.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        poll_fn(|cx| self.io.poll_io(cx, Direction::Read, |s| s.recv(buf))).await
+        match &self.io {
+            SocketIo::Os(io) => {
+                poll_fn(|cx| io.poll_io(cx, Direction::Read, |s| s.recv(buf))).await
+            }
+            SocketIo::Sim(s) => poll_fn(|cx| s.poll_recv_from(cx, buf))
+                .await
+                .map(|(n, _)| n),
+        }
     }
 
     /// The local address this socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().local_addr()
+        match &self.io {
+            SocketIo::Os(io) => io.source().local_addr(),
+            SocketIo::Sim(s) => Ok(s.local_addr()),
+        }
     }
 
     /// The connected peer's address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().peer_addr()
+        match &self.io {
+            SocketIo::Os(io) => io.source().peer_addr(),
+            SocketIo::Sim(s) => s.peer_addr(),
+        }
     }
 }
 

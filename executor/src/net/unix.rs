@@ -90,6 +90,8 @@ impl UnixListener {
     #[track_caller]
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
         let path = path.as_ref();
+        // A seeded pool refuses it before the socket's file is made.
+        crate::context::current::refuse_if_seeded("a Unix socket (pool::net)")?;
         let listener =
             mio::net::UnixListener::bind(path).map_err(|e| path_error("bind", path, e))?;
         UnixListener::from_mio(listener, Location::caller())
@@ -266,6 +268,11 @@ impl UnixStream {
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         self.io.source().shutdown(how)
     }
+
+    /// `poll_close`'s shutdown of the writing half.
+    fn close_write_half(&self) -> io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
 }
 
 /// A non-blocking connect is done once the socket has no pending error.
@@ -336,6 +343,7 @@ impl UnixDatagram {
     #[track_caller]
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
         let path = path.as_ref();
+        crate::context::current::refuse_if_seeded("a Unix socket (pool::net)")?;
         let socket = mio::net::UnixDatagram::bind(path).map_err(|e| path_error("bind", path, e))?;
         UnixDatagram::from_mio(socket, Location::caller())
     }

@@ -11,6 +11,7 @@
 use crate::seeded::pool_seed::{
     SeedStrategy, DEFAULT_SEEDED_WORKERS, MAX_SEEDED_WORKERS, SEED_VAR,
 };
+use crate::sim::settings::Network;
 use crate::sleep::counters::THREADS_MAX;
 use crate::sleep::deadlock::Handler as DeadlockHandler;
 use crate::unwind::call_quietly;
@@ -107,6 +108,8 @@ pub(crate) struct Config {
     pub(crate) seed: Option<u64>,
     /// `Builder::seed_strategy`.
     pub(crate) seed_strategy: SeedStrategy,
+    /// `Builder::network`: a seeded pool's simulated network.
+    pub(crate) network: Option<Network>,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -139,6 +142,7 @@ impl Config {
             io_uring: true,
             seed: None,
             seed_strategy: SeedStrategy::Random,
+            network: None,
             #[cfg(feature = "console")]
             console: None,
             #[cfg(feature = "console")]
@@ -162,6 +166,13 @@ impl Config {
         if self.seed.is_some() {
             return self.check_seeded();
         }
+        if self.network.is_some() {
+            return Err(invalid_input(
+                "Builder::network simulates a network inside a seeded pool: add \
+                 Builder::seed(n) (or #[pool::test(seed = n, network)]), or remove the network"
+                    .to_string(),
+            ));
+        }
         let workers = match self.worker_threads {
             Some(n) => n,
             None => thread::available_parallelism().map_or(1, |n| n.get()),
@@ -182,6 +193,9 @@ impl Config {
                 "worker_threads of a seeded pool (Builder::seed) must be between 1 and {}, got {workers}",
                 MAX_SEEDED_WORKERS
             )));
+        }
+        if let Some(network) = &self.network {
+            network.check()?;
         }
         if let SeedStrategy::Pct { depth, steps } = self.seed_strategy {
             if depth == 0 || steps == 0 {

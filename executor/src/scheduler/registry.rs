@@ -175,8 +175,9 @@ impl schedule::Schedule for Registry {
         if let Some(console) = &self.console {
             console.table().finished(header.id());
         }
-        #[cfg(not(feature = "console"))]
-        let _ = header;
+        if let Some(seeded) = &self.seeded {
+            seeded.task_ended(header.id());
+        }
         let worker = self.local_worker();
         if let Some(w) = worker {
             w.task_ended();
@@ -314,7 +315,7 @@ impl Registry {
             io_uring: config.io_uring && config.seed.is_none(),
             seeded: config
                 .seed
-                .map(|seed| Seeded::new(seed, config.seed_strategy)),
+                .map(|seed| Seeded::new(seed, config.seed_strategy, config.network.clone())),
             #[cfg(feature = "console")]
             console,
         }

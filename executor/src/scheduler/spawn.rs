@@ -267,6 +267,14 @@ where
         cancel(runnable);
         return handle;
     }
+    // A seeded pool's simulated network puts it on its spawner's host
+    // (`sim/`): the task polling here, or the blocking closure running.
+    if let Some(seeded) = registry.seeded() {
+        let parent = local.map_or_else(crate::context::plain_cells::blocking_task, |w| {
+            w.stats().running_task()
+        });
+        seeded.task_spawned(parent, id);
+    }
     // With its entry, before the first schedule: a panic's error and
     // the dump find the name (`task/names.rs`).
     let name: Option<Arc<str>> = name.map(Arc::from);

@@ -13,9 +13,14 @@
 //! * The hash is FNV-1a over (worker, task) of every step that ran a task
 //!   or a job, in order: which worker polled which task.
 
+use crate::sim::settings::Network;
 use crate::task::id::TaskId;
+use parking_lot::Mutex;
+use std::any::Any;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
+use std::net::{IpAddr, Ipv4Addr};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -91,6 +96,68 @@ pub(crate) struct Seeded {
     hash: AtomicU64,
     /// What steps the logical workers, installed by `start`.
     runner: OnceLock<Box<dyn Runner>>,
+    /// Its simulated network (`Builder::network`), if it has one.
+    network: Option<SeededNetwork>,
+}
+
+/// The host of a task that was not spawned on one (`Host::spawn`), nor by
+/// a task on one: 127.0.1.1.
+pub(crate) const DEFAULT_HOST: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 1, 1));
+
+/// What a seeded pool with a simulated network keeps of it: its settings,
+/// the host each task runs on, and the network itself (`sim/network.rs`),
+/// made on first use.
+pub(crate) struct SeededNetwork {
+    settings: Network,
+    /// The host of each live task that is not on `DEFAULT_HOST`, by task
+    /// id: a task is on its spawner's host, or the one `Host::spawn` names.
+    /// Only the driving thread reads and writes it; a lock because the
+    /// registry is shared.
+    hosts: Mutex<BTreeMap<u64, IpAddr>>,
+    /// The network, type-erased so that this leaf imports nothing of
+    /// `sim/` but its settings.
+    sim: OnceLock<Arc<dyn Any + Send + Sync>>,
+}
+
+impl SeededNetwork {
+    pub(crate) fn settings(&self) -> &Network {
+        &self.settings
+    }
+
+    /// The host task `task` runs on (`None`: a future that is no task, the
+    /// `block_on` one, on the default host).
+    pub(crate) fn host_of(&self, task: Option<TaskId>) -> IpAddr {
+        task.and_then(|t| self.hosts.lock().get(&t.as_u64()).copied())
+            .unwrap_or(DEFAULT_HOST)
+    }
+
+    /// Task `task` runs on `host` (`Host::spawn`).
+    pub(crate) fn set_host(&self, task: TaskId, host: IpAddr) {
+        let mut hosts = self.hosts.lock();
+        if host == DEFAULT_HOST {
+            hosts.remove(&task.as_u64());
+        } else {
+            hosts.insert(task.as_u64(), host);
+        }
+    }
+
+    /// The live tasks on `host` (`Host::crash`).
+    pub(crate) fn tasks_on(&self, host: IpAddr) -> Vec<u64> {
+        let hosts = self.hosts.lock();
+        hosts
+            .iter()
+            .filter(|(_, h)| **h == host)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    /// The network of `sim/`, made by `make` on the first call.
+    pub(crate) fn sim(
+        &self,
+        make: impl FnOnce() -> Arc<dyn Any + Send + Sync>,
+    ) -> &Arc<dyn Any + Send + Sync> {
+        self.sim.get_or_init(make)
+    }
 }
 
 /// What steps a seeded pool's logical workers (`seeded/`).
@@ -102,7 +169,7 @@ pub(crate) trait Runner: Send + Sync {
 }
 
 impl Seeded {
-    pub(crate) fn new(seed: u64, strategy: SeedStrategy) -> Seeded {
+    pub(crate) fn new(seed: u64, strategy: SeedStrategy, network: Option<Network>) -> Seeded {
         let ids_base = TaskId::reserve(IDS_PER_POOL);
         Seeded {
             seed,
@@ -111,6 +178,38 @@ impl Seeded {
             outside_ids: AtomicU64::new(ids_base),
             hash: AtomicU64::new(FNV_BASIS),
             runner: OnceLock::new(),
+            network: network.map(|settings| SeededNetwork {
+                settings,
+                hosts: Mutex::new(BTreeMap::new()),
+                sim: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// Its simulated network, if it has one (`Builder::network`).
+    #[inline]
+    pub(crate) fn network(&self) -> Option<&SeededNetwork> {
+        self.network.as_ref()
+    }
+
+    /// Task `child` was spawned, by task `parent` if a task spawned it: it
+    /// runs on its spawner's host (a pool with a simulated network; one
+    /// branch for any other).
+    #[inline]
+    pub(crate) fn task_spawned(&self, parent: Option<TaskId>, child: TaskId) {
+        if let Some(net) = &self.network {
+            let host = net.host_of(parent);
+            if host != DEFAULT_HOST {
+                net.hosts.lock().insert(child.as_u64(), host);
+            }
+        }
+    }
+
+    /// Task `task`'s future was dropped: it is on no host any more.
+    #[inline]
+    pub(crate) fn task_ended(&self, task: TaskId) {
+        if let Some(net) = &self.network {
+            net.hosts.lock().remove(&task.as_u64());
         }
     }
 

@@ -440,9 +440,20 @@ impl OwnedTasks {
     /// worker's own shard: its local tasks) and return their wakers, to be
     /// woken outside the shard's lock.
     pub(crate) fn abort_local_tasks_in(&self, shard: usize) -> Vec<Waker> {
+        self.abort_where(Some(shard), TaskHeader::is_local)
+    }
+
+    /// Abort every live task of `shard` (or of all, `None`) that `which`
+    /// picks (a crashed simulated host's, `sim/host.rs`), and return their
+    /// wakers, to be woken outside the shard's lock.
+    pub(crate) fn abort_where(
+        &self,
+        shard: Option<usize>,
+        which: impl Fn(&TaskHeader) -> bool,
+    ) -> Vec<Waker> {
         let mut wakers = Vec::new();
-        self.for_each_live_in(Some(shard), |header, waker, _| {
-            if header.is_local() && !header.is_done() {
+        self.for_each_live_in(shard, |header, waker, _| {
+            if which(header) && !header.is_done() {
                 header.abort();
                 wakers.push(waker.clone());
             }
@@ -459,7 +470,7 @@ impl OwnedTasks {
     ) {
         self.for_each_waker_in(shard, |waker, name| {
             // SAFETY: every registered waker was made by `register_waker`
-            // before `insert` (`spawn_raw`, `scheduler/spawn.rs`), and the registry's
+            // before `insert` (`spawn_raw`, `scheduler/spawn.rs`), and the table's
             // entry, held under its shard's lock while `f` runs, keeps it and
             // its task alive while `f` reads the header.
             f(unsafe { header_of(waker) }, waker, name);

@@ -28,8 +28,14 @@ pub(crate) struct TimerEntry {
 impl TimerEntry {
     /// An entry in the current pool's timer store, not registered yet.
     pub(crate) fn new() -> TimerEntry {
+        TimerEntry::on(crate::context::current::enabled_driver())
+    }
+
+    /// An entry in `driver`'s timer store (a pool's, enabled for its
+    /// sleepers), not registered yet.
+    pub(crate) fn on(driver: Arc<Driver>) -> TimerEntry {
         TimerEntry {
-            driver: crate::context::current::enabled_driver(),
+            driver,
             registered: None,
         }
     }

@@ -358,7 +358,7 @@ impl XorShift64Star {
         }
     }
 
-    fn next(&self) -> u64 {
+    pub(crate) fn next(&self) -> u64 {
         let mut x = self.state.get();
         x ^= x >> 12;
         x ^= x << 25;
