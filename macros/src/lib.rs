@@ -56,7 +56,10 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// failing run prints the line that replays it. `seeds = K` (or
 /// `POOL_SEEDS=K` in the environment) runs the test on the K seeds from
 /// `seed` on, each on a fresh pool, until one fails: a sweep for a race
-/// (`POOL_SEED`, when set, runs its one seed).
+/// (`POOL_SEED`, when set, runs its one seed). `network` beside `seed`
+/// gives the seeded pool a simulated network (`Builder::network` with
+/// `pool::sim::Network::new()`): its `pool::net` sockets are endpoints on
+/// simulated hosts, and the body is on host 127.0.1.1.
 ///
 /// ```
 /// #[pool::test(worker_threads = 2)]
@@ -76,6 +79,14 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     let a = pool::spawn(async { 1 });
 ///     let b = pool::spawn(async { 2 });
 ///     assert_eq!(a.await.unwrap() + b.await.unwrap(), 3);
+/// }
+///
+/// #[pool::test(seed = 7, network)]
+/// async fn a_simulated_connection() {
+///     let listener = pool::net::TcpListener::bind("0.0.0.0:80").await.unwrap();
+///     let client = pool::net::TcpStream::connect("127.0.1.1:80").await.unwrap();
+///     let (_, peer) = listener.accept().await.unwrap();
+///     assert_eq!(peer, client.local_addr().unwrap());
 /// }
 /// # fn main() {}
 /// ```

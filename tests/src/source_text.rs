@@ -159,15 +159,22 @@ pub fn doc_files() -> Vec<PathBuf> {
     docs
 }
 
-/// The backticked names ending in `.rs` in `text`, with their lines.
+/// The backticked paths in `text` (a Rust file, or a `.md` file or a
+/// folder with a `/` in its path), with their lines.
 pub fn backticked_rs_paths(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let mut parts = line.split('`');
         parts.next();
         while let (Some(inside), _) = (parts.next(), parts.next()) {
+            // A Rust file, or a doc or folder of ours cited by its path.
+            let cited = inside.ends_with(".rs")
+                || (inside.contains('/')
+                    && (inside.ends_with(".md") || inside.ends_with('/'))
+                    && !inside.starts_with('/')
+                    && !inside.contains("://"));
             let looks_like_path = inside.len() > ".rs".len()
-                && inside.ends_with(".rs")
+                && cited
                 && !inside.contains(' ')
                 && inside
                     .chars()
@@ -204,7 +211,14 @@ pub fn cited_file_exists(doc: &Path, path: &str) -> bool {
     let package = root.join(doc.iter().next().unwrap_or_default());
     [here, root.clone(), root.join("executor/src"), package]
         .iter()
-        .any(|base| base.join(path).is_file())
+        .any(|base| {
+            let cited = base.join(path);
+            if path.ends_with('/') {
+                cited.is_dir()
+            } else {
+                cited.is_file()
+            }
+        })
 }
 
 /// Every Rust file of the workspace's own code (not `target/`), relative to

@@ -419,6 +419,11 @@ fn the_rust_paths_the_docs_name_resolve() {
     let items = CrateItems::read();
     let mut problems = String::new();
     for (doc, text) in claim_texts() {
+        // The other packages' comments name their own types.
+        let ours = doc.starts_with("executor") || doc.extension().is_some_and(|e| e == "md");
+        if !ours {
+            continue;
+        }
         for (line, path) in backticked_rust_paths(&text) {
             if let Some(why) = items.unresolved(&path) {
                 writeln!(problems, "{}:{line}: `{path}`: {why}", doc.display()).unwrap();

@@ -1,5 +1,5 @@
 //! Seeing inside: task ids, the live-task dump, the stall detector and the
-//! timeline (`executor/src/trace/`). Each test asserts what a pool without
+//! timeline (`executor/src/inspect/`). Each test asserts what a pool without
 //! the feature, or with it broken, gets wrong.
 
 use pool::{Builder, Stall, TaskState};

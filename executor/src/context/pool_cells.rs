@@ -84,7 +84,7 @@ pub(crate) unsafe fn enter_worker(worker: &WorkerThread) {
 
 /// Make `worker` (a pointer to a live `WorkerThread`, or null) this
 /// thread's worker and return the one before: a seeded pool's steps move
-/// its one thread between its logical workers (`scheduler/seeded/`).
+/// its one thread between its logical workers (`seeded/`).
 ///
 /// # Safety
 ///

@@ -81,7 +81,7 @@ struct Sources {
 /// A pool's I/O driver and timer store.
 #[derive(Debug)]
 pub(crate) struct Driver {
-    /// The epoll instance's descriptor (owned by `core.poll`): a guest runtime
+    /// The epoll instance's descriptor (owned by `core.poll`): a guest
     /// runtime watches it for a sleeper that holds the driver; the ring of
     /// `pool::fs` is armed in it.
     #[cfg_attr(
@@ -111,7 +111,7 @@ pub(crate) struct Driver {
     /// written only by the holder.
     delivered: AtomicU64,
     /// A seeded pool's seed: it registers no source and keeps its clock
-    /// paused (`scheduler/seeded/`).
+    /// paused (`seeded/`).
     seed: Option<u64>,
 }
 

@@ -1,5 +1,5 @@
 //! Loom models of the sleep protocol (with a sleeper on its condvar, one
-//! blocked in a stand-in I/O driver, and one asleep in a stand-in guest runtime
+//! blocked in a stand-in I/O driver, and one asleep in a stand-in guest
 //! runtime), the latches, `block_on`, the inbox of `spawn_local` wakes,
 //! the jump of a paused clock, the task shares that keep a pool alive and
 //! the hand-over of an idle worker's timers to the driver's sleeper.

@@ -43,7 +43,7 @@ use std::time::Instant;
 /// file of the scheduler's core. Its sleep manager (`WakePool`): queued and
 /// running closures hold the pool's paused clock.
 pub(crate) trait BlockingPoolOwner: WakePool {
-    /// The blocking pool itself (a thread reaches it through its guest runtime).
+    /// The blocking pool itself (a thread reaches it through its owner).
     fn blocking_pool(&self) -> &BlockingPool;
     /// Run `body`, a blocking thread's whole life, as a thread that serves
     /// this pool (its current pool; with `tokio-compat`, in its tokio

@@ -11,7 +11,7 @@ pub(crate) struct Threads {
     pub(super) watcher: Option<JoinHandle<()>>,
     /// The shutdown ran (it runs once).
     pub(super) shut_down: bool,
-    /// The console's server (`console/`), if the pool serves one.
+    /// The console's server (`inspect/console/`), if the pool serves one.
     #[cfg(feature = "console")]
     pub(super) console: Option<crate::inspect::console::server::Server>,
 }

@@ -35,8 +35,8 @@ const TURN_INTERVAL: Duration = Duration::from_micros(250);
 /// enough that 32 WebSockets split within 18/14.
 const BALANCE_SLACK: usize = 4;
 
-/// A worker's runtime, driven by the worker: its busy turns and the guest runtime
-/// of its sleeps. Lives on the worker's stack; shuts its runtime down when
+/// A worker's runtime, driven by the worker: its busy turns and the guest
+/// runtime of its sleeps. Lives on the worker's stack; shuts its runtime down when
 /// dropped.
 pub(crate) struct WorkerRuntime {
     runtime: Option<Runtime>,

@@ -77,7 +77,7 @@ impl WorkerThread {
     pub(crate) fn wait_until(&self, latch: &CoreLatch) {
         if let Some(seeded) = self.registry.seeded() {
             // A logical worker: the run steps every worker, this one
-            // included, until the latch is set (`../seeded/`).
+            // included, until the latch is set (`seeded/`).
             seeded.wait_until(&|| latch.probe());
             self.post_deferred();
             return;

@@ -129,7 +129,7 @@ pub(crate) struct WorkerThread {
 impl WorkerThread {
     /// Worker `index` of `registry`, owning its two deques: a worker
     /// thread's (`main_loop`) or a seeded pool's logical worker
-    /// (`../seeded/`), whose generator and task ids come from its seed.
+    /// (`seeded/`), whose generator and task ids come from its seed.
     pub(crate) fn new(
         registry: Arc<Registry>,
         index: usize,
