@@ -61,6 +61,23 @@ async fn echo_server(host: IpAddr, port: u16) {
     });
 }
 
+/// Run `client` on hosts 127.0.1.2 to 127.0.1.4 at once (it is handed
+/// its host's last byte), and join their logs in host order.
+async fn three_clients<F, Fut>(client_on: F) -> Vec<String>
+where
+    F: Fn(u8) -> Fut,
+    Fut: std::future::Future<Output = Vec<String>> + Send + 'static,
+{
+    let clients: Vec<_> = (2..5)
+        .map(|i| sim::host(client(i)).spawn(client_on(i)))
+        .collect();
+    let mut log = Vec::new();
+    for c in clients {
+        log.extend(c.await.unwrap());
+    }
+    log
+}
+
 /// One run of a 1-server, 3-client TCP echo: each client's log of what
 /// came back when (virtual time) from where, and the schedule's hash.
 fn echo_run(seed: u64) -> (Vec<String>, u64) {
@@ -68,28 +85,20 @@ fn echo_run(seed: u64) -> (Vec<String>, u64) {
     let log = pool.block_on(async {
         echo_server(SERVER, 7).await;
         let start = Instant::now();
-        let clients: Vec<_> = (2..5)
-            .map(|i| {
-                sim::host(client(i)).spawn(async move {
-                    let mut conn = TcpStream::connect("127.0.1.10:7").await.unwrap();
-                    let mut log = Vec::new();
-                    for round in 0..3 {
-                        let msg = format!("client {i} round {round}");
-                        conn.write_all(msg.as_bytes()).await.unwrap();
-                        let mut back = vec![0; msg.len()];
-                        conn.read_exact(&mut back).await.unwrap();
-                        assert_eq!(back, msg.as_bytes(), "the echo is what was sent");
-                        log.push(format!("{msg} back at {:?}", start.elapsed()));
-                    }
-                    log
-                })
-            })
-            .collect();
-        let mut log = Vec::new();
-        for c in clients {
-            log.extend(c.await.unwrap());
-        }
-        log
+        three_clients(|i| async move {
+            let mut conn = TcpStream::connect("127.0.1.10:7").await.unwrap();
+            let mut log = Vec::new();
+            for round in 0..3 {
+                let msg = format!("client {i} round {round}");
+                conn.write_all(msg.as_bytes()).await.unwrap();
+                let mut back = vec![0; msg.len()];
+                conn.read_exact(&mut back).await.unwrap();
+                assert_eq!(back, msg.as_bytes(), "the echo is what was sent");
+                log.push(format!("{msg} back at {:?}", start.elapsed()));
+            }
+            log
+        })
+        .await
     });
     (log, pool.schedule_hash())
 }
@@ -535,32 +544,24 @@ fn http_run(seed: u64) -> (Vec<String>, u64) {
             hyper::service::service_fn(whoami),
         ));
         let start = Instant::now();
-        let clients: Vec<_> = (2..5)
-            .map(|i| {
-                sim::host(client(i)).spawn(async move {
-                    let client: Client<Connector, Empty<Bytes>> = Client::builder(Executor::new())
-                        .timer(Timer::new())
-                        .build(Connector::new());
-                    let mut log = Vec::new();
-                    for n in 0..2 {
-                        let url = format!("http://127.0.1.10/{i}/{n}").parse().unwrap();
-                        let response = client.get(url).await.unwrap();
-                        let body = response.into_body().collect().await.unwrap().to_bytes();
-                        log.push(format!(
-                            "{} at {:?}",
-                            String::from_utf8(body.to_vec()).unwrap(),
-                            start.elapsed()
-                        ));
-                    }
-                    log
-                })
-            })
-            .collect();
-        let mut log = Vec::new();
-        for c in clients {
-            log.extend(c.await.unwrap());
-        }
-        log
+        three_clients(|i| async move {
+            let client: Client<Connector, Empty<Bytes>> = Client::builder(Executor::new())
+                .timer(Timer::new())
+                .build(Connector::new());
+            let mut log = Vec::new();
+            for n in 0..2 {
+                let url = format!("http://127.0.1.10/{i}/{n}").parse().unwrap();
+                let response = client.get(url).await.unwrap();
+                let body = response.into_body().collect().await.unwrap().to_bytes();
+                log.push(format!(
+                    "{} at {:?}",
+                    String::from_utf8(body.to_vec()).unwrap(),
+                    start.elapsed()
+                ));
+            }
+            log
+        })
+        .await
     });
     (log, pool.schedule_hash())
 }
