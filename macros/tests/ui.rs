@@ -6,6 +6,6 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    t.pass("ui/pass/*.rs");
-    t.compile_fail("ui/fail/*.rs");
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
 }
