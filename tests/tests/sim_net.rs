@@ -498,6 +498,11 @@ fn files_processes_and_descriptors_stay_refused_with_a_network() {
             ErrorKind::Unsupported,
             "host names are not looked up"
         );
+        let message = err.to_string();
+        assert!(
+            message.contains("`localhost:80`") && message.contains("by its address"),
+            "{message}"
+        );
     });
 }
 

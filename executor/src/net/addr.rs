@@ -106,8 +106,7 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
     async move {
         let resolution = resolution?;
         if !matches!(resolution, Resolution::Done(_)) {
-            // The resolver is real I/O: a seeded pool cannot replay it.
-            crate::context::current::refuse_if_seeded("a host name lookup (pool::net)")?;
+            refuse_lookup_in_seeded_pool(&resolution)?;
         }
         let lookup = match resolution {
             Resolution::Done(addrs) => return Ok(addrs),
@@ -122,6 +121,28 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
             .await
             .map_err(|e| io::Error::other(format!("the host name lookup did not finish: {e}")))?
     }
+}
+
+/// The resolver is real I/O, which a seeded pool cannot replay; and a
+/// simulated network has no names, only its hosts' addresses.
+fn refuse_lookup_in_seeded_pool(resolution: &Resolution) -> io::Result<()> {
+    let simulated = crate::context::current::try_current()
+        .is_some_and(|registry| registry.seeded().is_some_and(|s| s.network().is_some()));
+    if simulated {
+        let name = match resolution {
+            Resolution::Lookup(host, port) => format!("{host}:{port}"),
+            Resolution::LookupStr(s) => s.clone(),
+            Resolution::Done(_) => String::new(),
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "`{name}`: a simulated network (pool::sim) has no host names; \
+                 name the simulated host by its address, as in \"127.0.1.10:8080\""
+            ),
+        ));
+    }
+    crate::context::current::refuse_if_seeded("a host name lookup (pool::net)")
 }
 
 /// Looks up `host` (`"name:port"`, or an IP address and port) and returns
