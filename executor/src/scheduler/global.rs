@@ -68,13 +68,34 @@ pub(crate) fn try_global() -> Option<&'static Arc<Registry>> {
 
 /// At process exit: write the global pool's timeline (its workers may still
 /// be running: see `inspect/timeline.rs` for why that is sound).
+///
+/// A worker records a poll after the poll returns, and the poll that
+/// completed `main`'s last task woke `main` before that: so the writer first
+/// waits, at most `EXIT_TRACE_WAIT`, for every worker (but the exiting
+/// thread, if it is one) to be out of its poll. CI found the last poll
+/// missing without the wait.
 extern "C" fn write_global_trace() {
     let _ = std::panic::catch_unwind(|| {
-        if let Some(timeline) = try_global().and_then(|r| r.timeline()) {
-            timeline.write();
+        let Some(registry) = try_global() else { return };
+        let Some(timeline) = registry.timeline() else {
+            return;
+        };
+        let here =
+            usize::from(crate::context::current::worker_index_of(registry.driver()).is_some());
+        let others = registry.workers().len().saturating_sub(here);
+        let deadline = std::time::Instant::now() + EXIT_TRACE_WAIT;
+        while !registry.sleep_manager().inactive_at_least(others)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
+        timeline.write();
     });
 }
+
+/// How long the trace at exit waits for the workers' polls in flight (a task
+/// that never yields would keep its worker busy for ever).
+const EXIT_TRACE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// `POOL_WORKER_THREADS`, if set; a value that is not a positive integer is a
 /// panic that names the variable and the value.

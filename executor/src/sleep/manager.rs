@@ -165,6 +165,15 @@ impl SleepManager {
         self.counters.load(Ordering::SeqCst).sleeping_threads() == self.worker_sleep_states.len()
     }
 
+    /// Are at least `n` workers idle (searching) or asleep, that is, out of
+    /// any poll? (The global pool's trace at exit waits for it, so that the
+    /// poll that let `main` return is recorded.) SeqCst: a worker becomes
+    /// inactive after it recorded its last poll, and the caller then reads
+    /// the lanes.
+    pub(crate) fn inactive_at_least(&self, n: usize) -> bool {
+        self.counters.load(Ordering::SeqCst).inactive_threads() >= n
+    }
+
     /// Is some worker idle (searching) or asleep? (The watcher rescues a
     /// task only then.) Relaxed: a hint, read again at the next look.
     pub(crate) fn any_inactive(&self) -> bool {
