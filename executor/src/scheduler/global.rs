@@ -80,8 +80,9 @@ extern "C" fn write_global_trace() {
         let Some(timeline) = registry.timeline() else {
             return;
         };
-        let here =
-            usize::from(crate::context::current::worker_index_of(registry.driver()).is_some());
+        let on_worker = crate::context::pool_cells::worker()
+            .is_some_and(|w| std::ptr::eq(&**w.registry(), &**registry));
+        let here = usize::from(on_worker);
         let others = registry.workers().len().saturating_sub(here);
         let deadline = std::time::Instant::now() + EXIT_TRACE_WAIT;
         while !registry.sleep_manager().inactive_at_least(others)
