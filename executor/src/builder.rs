@@ -251,6 +251,72 @@ impl Builder {
         self
     }
 
+    /// The most [`spawn_blocking`](crate::spawn_blocking) closures that may
+    /// wait for a busy blocking thread. A closure that would wait behind `n`
+    /// others (every one of the
+    /// [`max_blocking_threads`](Builder::max_blocking_threads) busy) is
+    /// refused before it is queued: its [`JoinHandle`](crate::JoinHandle)
+    /// resolves at once to a [`JoinError`](crate::JoinError) whose
+    /// [`is_rejected`](crate::JoinError::is_rejected) is true, and
+    /// [`Metrics::rejected_blocking`](crate::Metrics::rejected_blocking)
+    /// counts it. Every closure accepted runs. `0` accepts only a closure a
+    /// thread can start at once. `pool::fs`'s own file operations are
+    /// never refused.
+    ///
+    /// Default: unbounded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new()
+    ///     .max_blocking_threads(1)
+    ///     .max_blocking_queue(1)
+    ///     .build()
+    ///     .unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let running = pool.spawn_blocking(move || rx.recv().unwrap());
+    /// # while pool.metrics().blocking_queue_depth > 0 { std::thread::yield_now(); }
+    /// let queued = pool.spawn_blocking(|| "queued: it runs");
+    /// let refused = pool.spawn_blocking(|| "refused: it never runs");
+    /// assert!(pool.block_on(refused).unwrap_err().is_rejected());
+    /// tx.send(()).unwrap();
+    /// pool.block_on(running).unwrap();
+    /// assert_eq!(pool.block_on(queued).unwrap(), "queued: it runs");
+    /// ```
+    pub fn max_blocking_queue(mut self, n: usize) -> Builder {
+        self.config.blocking.max_queue = Some(n);
+        self
+    }
+
+    /// The most live tasks ([`spawn`](crate::spawn),
+    /// [`spawn_local`](crate::spawn_local)) the pool accepts at once. Past
+    /// it, [`try_spawn`](crate::try_spawn) and
+    /// [`task::Builder::try_spawn`](crate::task::Builder::try_spawn) return a
+    /// [`SpawnError`](crate::SpawnError), and [`spawn`](crate::spawn) panics
+    /// with the limit named; either way the future is dropped unpolled and
+    /// [`Metrics::rejected_spawns`](crate::Metrics::rejected_spawns) counts
+    /// it. A task's place is freed when it ends, however it ends. A
+    /// `block_on`'s future is not a task and does not count, nor do
+    /// `spawn_blocking` closures (see
+    /// [`max_blocking_queue`](Builder::max_blocking_queue)).
+    ///
+    /// Default: unlimited. `0` makes [`build`](Builder::build) return an
+    /// `InvalidInput` error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().max_tasks(10_000).build().unwrap();
+    /// let n = pool.block_on(async { pool::try_spawn(async { 1 }).unwrap().await.unwrap() });
+    /// assert_eq!(n, 1);
+    /// let err = pool::Builder::new().max_tasks(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn max_tasks(mut self, n: usize) -> Builder {
+        self.config.max_tasks = Some(n);
+        self
+    }
+
     /// How long a blocking thread with nothing to do waits before it exits.
     ///
     /// Default: 10 seconds.
@@ -631,6 +697,8 @@ impl fmt::Debug for Builder {
             .field("on_thread_stop", &c.blocking.hooks.stop.is_some())
             .field("deadlock_handler", &c.deadlock_handler.is_some())
             .field("max_blocking_threads", &c.blocking.max_threads)
+            .field("max_blocking_queue", &c.blocking.max_queue)
+            .field("max_tasks", &c.max_tasks)
             .field("blocking_keep_alive", &c.blocking.keep_alive)
             .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
             .field("trace", &c.trace)

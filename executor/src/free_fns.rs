@@ -1,17 +1,22 @@
-//! The crate's free functions on the current pool: `spawn`,
+//! The crate's free functions on the current pool: `spawn`, `try_spawn`,
 //! `spawn_local`, `block_on`, `spawn_blocking`, `mark_blocked`,
 //! `mark_unblocked` (re-exported at the crate root). `task::Builder`'s
 //! spawns, the same with a name, are `task_spawns.rs`.
 
 use crate::context::pool_cells;
-use crate::scheduler::spawn::{spawn_blocking_task, spawn_local_task, spawn_task_on};
+use crate::scheduler::spawn::{refused, spawn_blocking_task, spawn_local_task, spawn_task_on};
 use crate::task::join_handle::JoinHandle;
+use crate::task::spawn_error::SpawnError;
 use std::future::Future;
 use std::panic::Location;
 
 /// Spawn a task onto the current pool (see the crate docs).
 ///
 /// # Panics
+///
+/// If the current pool has [`Builder::max_tasks`](crate::Builder::max_tasks)
+/// live tasks already: the message names the limit and its value.
+/// [`try_spawn`] returns that as an error instead, to shed the work.
 ///
 /// If the current pool is the global pool, it is not running yet, and
 /// `POOL_WORKER_THREADS` is set to something other than a positive integer.
@@ -32,6 +37,55 @@ where
     spawn_at(future, Location::caller(), None)
 }
 
+/// Spawn a task onto the current pool, as [`spawn`], or refuse it with a
+/// [`SpawnError`] if the pool has
+/// [`Builder::max_tasks`](crate::Builder::max_tasks) live tasks already
+/// (the future is dropped unpolled). It never panics for the limit: it is
+/// the way to shed load. Refusals are counted in
+/// [`Metrics::rejected_spawns`](crate::Metrics::rejected_spawns).
+///
+/// # Errors
+///
+/// [`SpawnError`], past the pool's `max_tasks`.
+///
+/// # Examples
+///
+/// ```
+/// let pool = pool::Builder::new().max_tasks(2).build().unwrap();
+/// let refused = pool.block_on(async {
+///     let held: Vec<_> = (0..2)
+///         .map(|_| pool::try_spawn(std::future::pending::<()>()).unwrap())
+///         .collect();
+///     let refused = pool::try_spawn(async { "shed me" }).unwrap_err();
+///     held.iter().for_each(|h| h.abort());
+///     refused
+/// });
+/// assert_eq!(refused.max_tasks(), 2);
+/// ```
+#[track_caller]
+pub fn try_spawn<F>(future: F) -> Result<JoinHandle<F::Output>, SpawnError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    try_spawn_at(future, Location::caller(), None)
+}
+
+/// `try_spawn`, as if called at `at`, named `name` if it has one.
+pub(crate) fn try_spawn_at<F>(
+    future: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+) -> Result<JoinHandle<F::Output>, SpawnError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    crate::context::current::with_current_worker(|registry, worker| {
+        spawn_task_on(registry, future, at, name, worker)
+    })
+}
+
 /// `spawn`, as if called at `at` (where a task that pool spawns for the
 /// user was asked for: a `pool::hyper::serve` call for its connections),
 /// named `name` if it has one (`task::Builder::spawn`).
@@ -44,9 +98,7 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    crate::context::current::with_current_worker(|registry, worker| {
-        spawn_task_on(registry, future, at, name, worker)
-    })
+    try_spawn_at(future, at, name).unwrap_or_else(|e| refused(e, at))
 }
 
 /// Spawn a `!Send` future as a task pinned to this worker thread: it only
@@ -71,6 +123,10 @@ where
 /// `spawn_blocking` closure, on a plain thread): there is no worker to pin
 /// the task to. Call it from a task on the pool, or, to run a `!Send`
 /// future on the calling thread, use [`Pool::block_on`](crate::Pool::block_on) or [`block_on`].
+///
+/// Past the pool's [`Builder::max_tasks`](crate::Builder::max_tasks), as
+/// [`spawn`]; [`task::Builder::spawn_local`](crate::task::Builder::spawn_local)
+/// returns that as an error instead.
 ///
 /// # Examples
 ///
@@ -97,7 +153,8 @@ where
 {
     let at = std::panic::Location::caller();
     match pool_cells::worker() {
-        Some(worker) => spawn_local_task(worker.registry(), worker, future, at, None),
+        Some(worker) => spawn_local_task(worker.registry(), worker, future, at, None)
+            .unwrap_or_else(|e| refused(e, at)),
         None => panic!("{}", OFF_WORKER),
     }
 }

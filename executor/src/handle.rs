@@ -7,7 +7,7 @@ use crate::inspect::metrics::WorkerMetrics;
 use crate::inspect::poll_times::Histogram;
 use crate::inspect::snapshot;
 use crate::scheduler::registry::Registry;
-use crate::scheduler::spawn::{spawn_blocking_task, spawn_task};
+use crate::scheduler::spawn::{spawn_blocking_task, spawn_task, spawn_task_on};
 use crate::task::join_handle::JoinHandle;
 use std::fmt;
 use std::future::Future;
@@ -221,9 +221,22 @@ impl futures::task::Spawn for Handle {
         if self.registry.is_shutting_down() {
             return Err(futures::task::SpawnError::shutdown());
         }
-        // Dropping the handle detaches the task.
-        drop(spawn_task(&self.registry, future, Location::caller()));
-        Ok(())
+        // Dropping the handle detaches the task. Past `max_tasks`, the one
+        // error futures' `SpawnError` can say (it has no other), not a panic.
+        let registry = &self.registry;
+        match spawn_task_on(
+            registry,
+            future,
+            Location::caller(),
+            None,
+            registry.local_worker(),
+        ) {
+            Ok(handle) => {
+                drop(handle);
+                Ok(())
+            }
+            Err(_) => Err(futures::task::SpawnError::shutdown()),
+        }
     }
 
     fn status(&self) -> Result<(), futures::task::SpawnError> {

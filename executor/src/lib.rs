@@ -134,7 +134,9 @@ mod models;
 pub use builder::Builder;
 pub use context::pool_cells::task_id;
 pub use context::thread_kind::ThreadKind;
-pub use free_fns::{block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local};
+pub use free_fns::{
+    block_on, mark_blocked, mark_unblocked, spawn, spawn_blocking, spawn_local, try_spawn,
+};
 pub use handle::{EnterGuard, Handle};
 pub use inspect::{
     Bucket, Histogram, Metrics, Stall, TaskDump, TaskInfo, TaskState, WaitPoint, WorkerMetrics,
@@ -145,7 +147,7 @@ pub use pool::Pool;
 pub use pool_macros::{main, test};
 pub use scheduler::coop::{consume_budget, unconstrained, yield_now};
 pub use seeded::pool_seed::SeedStrategy;
-pub use task::{AbortHandle, JoinError, JoinHandle, TaskId};
+pub use task::{AbortHandle, JoinError, JoinHandle, SpawnError, TaskId};
 pub use task_local::{AccessError, LocalKey, TaskLocalFuture};
 
 /// What the expansions of `#[pool::main]` and `#[pool::test]` call. Not a

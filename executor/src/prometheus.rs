@@ -56,6 +56,9 @@ impl Handle {
     /// | `pool_fs_ring_ops_total` | counter | `fs_ring_ops` |
     /// | `pool_fs_blocking_ops_total` | counter | `fs_blocking_ops` |
     /// | `pool_stalls_total` | counter | `stalls` |
+    /// | `pool_rejected_spawns_total` | counter | `rejected_spawns` |
+    /// | `pool_rejected_blocking_total` | counter | `rejected_blocking` |
+    /// | `pool_accept_errors_total` | counter | `accept_errors` |
     /// | `pool_injector_depth` | gauge | `injector_depth` |
     /// | `pool_blocking_threads` | gauge | `blocking_threads` |
     /// | `pool_blocking_queue_depth` | gauge | `blocking_queue_depth` |
@@ -153,6 +156,24 @@ impl Collector for PoolCollector {
             "pool_stalls",
             "Polls the stall detector reported",
             m.stalls,
+        )?;
+        counter(
+            e,
+            "pool_rejected_spawns",
+            "Spawns refused at the pool's max_tasks",
+            m.rejected_spawns,
+        )?;
+        counter(
+            e,
+            "pool_rejected_blocking",
+            "spawn_blocking closures refused by the full blocking queue",
+            m.rejected_blocking,
+        )?;
+        counter(
+            e,
+            "pool_accept_errors",
+            "Accepts that failed for want of file descriptors (EMFILE, ENFILE)",
+            m.accept_errors,
         )?;
         gauge(
             e,

@@ -5,10 +5,11 @@
 //! scheduler, so they are on this floor.
 
 use crate::context::pool_cells;
-use crate::free_fns::{spawn_at, OFF_WORKER};
+use crate::free_fns::{try_spawn_at, OFF_WORKER};
 use crate::handle::Handle;
 use crate::scheduler::spawn::{spawn_blocking_task, spawn_local_task, spawn_task_on};
 use crate::task::join_handle::JoinHandle;
+use crate::task::spawn_error::SpawnError;
 // Named apart from the pool's `Builder` (`builder.rs`), which it is not.
 use crate::task::task_builder::Builder as TaskBuilder;
 use std::future::Future;
@@ -32,7 +33,11 @@ impl<'a> TaskBuilder<'a> {
     ///
     /// # Errors
     ///
-    /// None today: the `Result` is tokio's signature.
+    /// Past the pool's [`Builder::max_tasks`](crate::Builder::max_tasks),
+    /// an error of kind [`io::ErrorKind::Other`] whose inner error is the
+    /// [`SpawnError`] (the `io::Result` is tokio's signature;
+    /// [`try_spawn`](TaskBuilder::try_spawn) returns the `SpawnError`
+    /// itself).
     ///
     /// # Panics
     ///
@@ -54,14 +59,47 @@ impl<'a> TaskBuilder<'a> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Ok(spawn_at(future, Location::caller(), self.name))
+        try_spawn_at(future, Location::caller(), self.name).map_err(io::Error::other)
+    }
+
+    /// Spawn a task onto the current pool, as [`try_spawn`](crate::try_spawn):
+    /// refused with a [`SpawnError`] past the pool's
+    /// [`Builder::max_tasks`](crate::Builder::max_tasks). Never panics for
+    /// the limit.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError`], past the pool's `max_tasks`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new().max_tasks(1).build().unwrap();
+    /// pool.block_on(async {
+    ///     let held = pool::task::Builder::new()
+    ///         .name("held")
+    ///         .try_spawn(std::future::pending::<()>())
+    ///         .unwrap();
+    ///     let err = pool::task::Builder::new().name("shed").try_spawn(async {}).unwrap_err();
+    ///     assert_eq!(err.max_tasks(), 1);
+    ///     held.abort();
+    /// });
+    /// ```
+    #[track_caller]
+    pub fn try_spawn<F>(self, future: F) -> Result<JoinHandle<F::Output>, SpawnError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        try_spawn_at(future, Location::caller(), self.name)
     }
 
     /// Spawn a task onto `handle`'s pool, as [`Handle::spawn`].
     ///
     /// # Errors
     ///
-    /// None today: the `Result` is tokio's signature.
+    /// Past the pool's [`Builder::max_tasks`](crate::Builder::max_tasks),
+    /// as [`spawn`](TaskBuilder::spawn).
     ///
     /// # Examples
     ///
@@ -77,13 +115,14 @@ impl<'a> TaskBuilder<'a> {
         F::Output: Send + 'static,
     {
         let registry = &handle.registry;
-        Ok(spawn_task_on(
+        spawn_task_on(
             registry,
             future,
             Location::caller(),
             self.name,
             registry.local_worker(),
-        ))
+        )
+        .map_err(io::Error::other)
     }
 
     /// Spawn a `!Send` future pinned to this worker thread, as
@@ -92,7 +131,9 @@ impl<'a> TaskBuilder<'a> {
     /// # Errors
     ///
     /// Off a worker thread, an error of kind [`io::ErrorKind::Other`] that
-    /// says what to do instead (where [`spawn_local`](crate::spawn_local) panics).
+    /// says what to do instead (where [`spawn_local`](crate::spawn_local) panics);
+    /// past the pool's [`Builder::max_tasks`](crate::Builder::max_tasks), one
+    /// whose inner error is the [`SpawnError`].
     ///
     /// # Examples
     ///
@@ -118,13 +159,8 @@ impl<'a> TaskBuilder<'a> {
     {
         let at = Location::caller();
         match pool_cells::worker() {
-            Some(worker) => Ok(spawn_local_task(
-                worker.registry(),
-                worker,
-                future,
-                at,
-                self.name,
-            )),
+            Some(worker) => spawn_local_task(worker.registry(), worker, future, at, self.name)
+                .map_err(io::Error::other),
             None => Err(io::Error::other(OFF_WORKER)),
         }
     }

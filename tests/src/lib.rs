@@ -54,6 +54,26 @@ pub fn process_cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// With the descriptor table full (`use_up_descriptors`) and no connection
+/// pending, an `accept` (the future `accept`) must wait, not return an
+/// error and not spin: it is still pending after 200 ms, in which the
+/// process used under 100 ms of CPU.
+pub async fn assert_accept_waits_without_spinning<T: std::fmt::Debug>(
+    accept: impl std::future::Future<Output = T>,
+) {
+    let cpu_before = process_cpu_time();
+    let waited = pool::time::timeout(Duration::from_millis(200), accept).await;
+    let cpu = process_cpu_time() - cpu_before;
+    assert!(
+        waited.is_err(),
+        "accept on a full table returned {waited:?}"
+    );
+    assert!(
+        cpu < Duration::from_millis(100),
+        "{cpu:?} of CPU in 200 ms of an accept waiting on a full table"
+    );
+}
+
 /// Counts how many times the values it hands out are dropped.
 #[derive(Clone, Default)]
 pub struct DropCounter(Arc<AtomicUsize>);

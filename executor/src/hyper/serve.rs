@@ -6,11 +6,17 @@
 //! * Every accepted connection becomes a task of the current pool; TCP
 //!   connections get `TCP_NODELAY` (unless [`Serve::tcp_nodelay`] says not).
 //! * An accept error that concerns one connection (reset or aborted before
-//!   it was accepted) is skipped. Running out of a resource (descriptors:
-//!   `EMFILE`, `ENFILE`; memory: `ENOMEM`, `ENOBUFS`) does not end the
-//!   server: it waits, 1 ms at first and doubling up to 1 s, and tries
-//!   again (the open connections go on meanwhile and free descriptors as
-//!   they finish). Any other error ends `serve` with that error.
+//!   it was accepted) is skipped. Running out of a resource does not end
+//!   the server. Out of descriptors (`EMFILE`, `ENFILE`), pool's listener
+//!   has already answered the oldest pending connection with a reset
+//!   through its spare descriptor (`net/spare_fd.rs`): the loop waits 1 ms
+//!   and accepts again, so the next pending connection is answered or
+//!   served within milliseconds, and serving resumes as soon as open
+//!   connections free descriptors; with nothing pending the accept waits,
+//!   it does not spin. Out of memory (`ENOMEM`, `ENOBUFS`) it waits 1 ms at
+//!   first, doubling up to 1 s. Either is written to stderr at most once a
+//!   second (`AcceptErrorLog`), with the count since the last line. Any
+//!   other error ends `serve` with that error.
 //! * Graceful shutdown: when the signal completes, the listener is dropped
 //!   (new connections are refused), every open connection is told to finish
 //!   (HTTP/1: after its in-flight request, HTTP/2: a GOAWAY), and `serve`
@@ -18,6 +24,7 @@
 //!   [`time::timeout`](crate::time::timeout) if a client may hold on.
 
 use super::rt::{Executor, Io, Timer};
+use crate::net::spare_fd::is_out_of_descriptors;
 use crate::net::tcp::TcpListener;
 use crate::net::tcp::TcpStream;
 use crate::net::unix::UnixListener;
@@ -307,6 +314,40 @@ fn out_of_resources(e: &io::Error) -> bool {
     )
 }
 
+/// The accept errors of running out of a resource, written to stderr at
+/// most once a second: the first at once, the others counted into the next
+/// line.
+#[derive(Default)]
+struct AcceptErrorLog {
+    last: Option<std::time::Instant>,
+    unreported: u64,
+}
+
+impl AcceptErrorLog {
+    fn note(&mut self, e: &io::Error) {
+        let now = std::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < Duration::from_secs(1))
+        {
+            self.unreported += 1;
+            return;
+        }
+        let more = match std::mem::take(&mut self.unreported) {
+            0 => String::new(),
+            n => format!(" (and {n} more since the last report)"),
+        };
+        let what = if is_out_of_descriptors(e) {
+            "the oldest pending connection was answered with a reset; serving goes on as \
+             descriptors free (raise `ulimit -n`, or hold fewer connections open)"
+        } else {
+            "serving goes on after a pause"
+        };
+        eprintln!("pool::hyper::serve: accept failed: {e}{more}; {what}");
+        self.last = Some(now);
+    }
+}
+
 const FIRST_BACKOFF: Duration = Duration::from_millis(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -346,6 +387,7 @@ where
     };
 
     let mut backoff = FIRST_BACKOFF;
+    let mut error_log = AcceptErrorLog::default();
     loop {
         let accepted = poll_fn(|cx| {
             if signalled(cx).is_ready() {
@@ -362,13 +404,18 @@ where
             }
             Some(Err(e)) if concerns_one_connection(&e) => continue,
             Some(Err(e)) if out_of_resources(&e) => {
+                error_log.note(&e);
+                let descriptors = is_out_of_descriptors(&e);
+                let wait_for = if descriptors { FIRST_BACKOFF } else { backoff };
                 // Keep the shutdown signal heard while waiting.
-                let wait = pin!(crate::time::sleep(backoff));
+                let wait = pin!(crate::time::sleep(wait_for));
                 let stop = pin!(poll_fn(&mut signalled));
                 if let Either::Right(_) = futures::future::select(wait, stop).await {
                     break;
                 }
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                if !descriptors {
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
                 continue;
             }
             Some(Err(e)) => return Err(e),

@@ -125,6 +125,19 @@ pub struct Metrics {
     /// File operations run on the blocking threads (batched; not counted
     /// in `blocking_queue_depth`).
     pub fs_blocking_ops: u64,
+    /// Spawns refused because the pool had
+    /// [`Builder::max_tasks`](crate::Builder::max_tasks) live tasks (each a
+    /// [`SpawnError`](crate::SpawnError) or a panic its caller saw).
+    pub rejected_spawns: u64,
+    /// `spawn_blocking` closures refused because the blocking queue was
+    /// full ([`Builder::max_blocking_queue`](crate::Builder::max_blocking_queue):
+    /// each a [`JoinError`](crate::JoinError) whose `is_rejected()` is true).
+    pub rejected_blocking: u64,
+    /// Accepts of the pool's listeners that failed for want of file
+    /// descriptors (`EMFILE`, `ENFILE`), each answering the connection at
+    /// the head of the backlog with a reset
+    /// ([`TcpListener::accept`](crate::net::TcpListener::accept)).
+    pub accept_errors: u64,
 }
 
 /// A snapshot of one worker's counters: see

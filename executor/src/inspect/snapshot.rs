@@ -8,6 +8,7 @@ use super::metrics::{FsEngine, Metrics, WorkerMetrics};
 use super::poll_times::{self, Histogram};
 use crate::scheduler::io_driver::IoDriver;
 use crate::scheduler::registry::Registry;
+use crate::scheduler::task_limit::TaskLimit;
 use crate::sleep::deadlock::DeadlockDetector;
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ pub(crate) fn metrics(r: &Registry) -> Metrics {
     (m.blocking_threads, m.blocking_queue_depth) = r.blocking().threads_and_queue();
     m.injector_depth = r.injector_len();
     m.io_events = r.driver().io_events();
+    m.accept_errors = r.driver().accept_errors();
+    m.rejected_spawns = r.task_limit().map_or(0, TaskLimit::rejected);
+    m.rejected_blocking = r.blocking().rejected();
     m.fs_blocking_ops = r.light_calls().light_calls_run();
     let ring_ops = r.driver().ring_ops();
     m.fs_ring_ops = ring_ops.unwrap_or(0);

@@ -110,6 +110,9 @@ pub(crate) struct Driver {
     /// Readiness events delivered to sources (`Metrics::io_events`);
     /// written only by the holder.
     delivered: AtomicU64,
+    /// Accepts that failed at `EMFILE`/`ENFILE` on the pool's listeners
+    /// (`Metrics::accept_errors`, `net/spare_fd.rs`).
+    accept_errors: AtomicU64,
     /// A seeded pool's seed: it registers no source and keeps its clock
     /// paused (`seeded/`).
     seed: Option<u64>,
@@ -143,6 +146,7 @@ impl IoDriver for Driver {
             #[cfg(target_os = "linux")]
             rings: RingSlots::new(),
             delivered: AtomicU64::new(0),
+            accept_errors: AtomicU64::new(0),
             seed,
         })
     }
@@ -161,6 +165,10 @@ impl IoDriver for Driver {
 
     fn io_events(&self) -> u64 {
         self.delivered.load(Ordering::Relaxed)
+    }
+
+    fn accept_errors(&self) -> u64 {
+        self.accept_errors.load(Ordering::Relaxed)
     }
 
     fn now(&self) -> Instant {
@@ -511,6 +519,12 @@ impl Driver {
             }
         }
         self.timers.jump_if_quiet(&self.clock, is_quiet, wakers)
+    }
+
+    /// An accept on one of the pool's listeners failed at `EMFILE` or
+    /// `ENFILE`: see `net/spare_fd.rs`. Relaxed: a count, read by the metrics.
+    pub(crate) fn count_accept_error(&self) {
+        self.accept_errors.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A task did I/O on this driver's source (an operation completed, or

@@ -79,6 +79,11 @@ impl<S: Source> PollEvented<S> {
         &self.source
     }
 
+    /// The driver the source is registered with (its pool's).
+    pub(crate) fn driver(&self) -> &Driver {
+        &self.driver
+    }
+
     /// Take the source back out, deregistered from the driver.
     pub(crate) fn into_inner(self) -> S {
         let mut this = ManuallyDrop::new(self);

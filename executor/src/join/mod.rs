@@ -38,7 +38,7 @@ pub use scope::Scope;
 use crate::context::pool_cells;
 use crate::scheduler::block_on::block_on_in;
 use crate::scheduler::registry::Registry;
-use crate::scheduler::spawn::spawn_task;
+use crate::scheduler::spawn::spawn_owed_task;
 use crate::scheduler::worker::worker_thread::WorkerThread;
 use job::{both, JobResult, StackJob};
 use job_latch::SpinLatch;
@@ -148,7 +148,7 @@ where
     // a cancelled task is dropped before its handle learns it). So `work`
     // never outlives what it borrows, though its type says `'static`.
     let work: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(work) };
-    let handle = spawn_task(
+    let handle = spawn_owed_task(
         registry,
         async move { work() },
         std::panic::Location::caller(),

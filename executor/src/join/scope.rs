@@ -14,7 +14,7 @@ use super::job::HeapJob;
 use super::job_latch::CountLatch;
 use super::offers::push_job;
 use crate::context::pool_cells;
-use crate::scheduler::spawn::spawn_task;
+use crate::scheduler::spawn::spawn_owed_task;
 use crate::scheduler::worker::worker_thread::WorkerThread;
 use crate::unwind::discard;
 use std::any::Any;
@@ -99,7 +99,7 @@ impl<'scope> Scope<'scope> {
             _ => {
                 // Not on this pool's worker: run it in a task. The scope's
                 // owner (a worker) finds it in the injector while it waits.
-                drop(spawn_task(
+                drop(spawn_owed_task(
                     registry,
                     // SAFETY: the job is alive until run, once, by this task.
                     async move { unsafe { job.execute() } },

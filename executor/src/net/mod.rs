@@ -115,6 +115,8 @@ pub(crate) fn closed_write(result: std::io::Result<()>) -> std::io::Result<()> {
 pub(crate) mod addr;
 #[cfg(unix)]
 pub(crate) mod fd;
+#[cfg(unix)]
+pub(crate) mod spare_fd;
 pub(crate) mod tcp;
 pub(crate) mod udp;
 pub(crate) mod unix;

@@ -1,6 +1,7 @@
 //! `TcpListener` and `TcpStream`.
 
 use super::addr::each_addr;
+use super::spare_fd::SpareFd;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
 use crate::sim::network::SimNet;
@@ -10,6 +11,7 @@ use std::fmt;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::{self, Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::panic::Location;
 use std::task::{ready, Context, Poll};
 
@@ -28,9 +30,10 @@ pub struct TcpListener {
 }
 
 /// What a `TcpListener` listens on: a socket of the OS, on the pool's
-/// driver, or a listener of a seeded pool's simulated network (`sim/`).
+/// driver, with its spare descriptor (`spare_fd.rs`), or a listener of a
+/// seeded pool's simulated network (`sim/`).
 enum ListenerIo {
-    Os(PollEvented<mio::net::TcpListener>),
+    Os(PollEvented<mio::net::TcpListener>, SpareFd),
     Sim(SimListener),
 }
 
@@ -49,7 +52,7 @@ impl ListenerIo {
     /// The OS's socket (for `AsRawFd`).
     fn source(&self) -> &mio::net::TcpListener {
         match self {
-            ListenerIo::Os(io) => io.source(),
+            ListenerIo::Os(io, _) => io.source(),
             ListenerIo::Sim(_) => no_descriptor(),
         }
     }
@@ -80,7 +83,10 @@ impl TcpListener {
         at: &'static Location<'static>,
     ) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            io: ListenerIo::Os(PollEvented::new(listener, Resource::TcpListener, at)?),
+            io: ListenerIo::Os(
+                PollEvented::new(listener, Resource::TcpListener, at)?,
+                SpareFd::open(),
+            ),
         })
     }
 
@@ -88,10 +94,14 @@ impl TcpListener {
     ///
     /// # Errors
     ///
-    /// The OS's error. Running out of file descriptors (`EMFILE`) is
-    /// returned as it is, and the listener keeps working: the pending
-    /// connection stays queued and the next `accept` takes it once
-    /// descriptors are free.
+    /// The OS's error. Out of file descriptors (`raw_os_error()` is `EMFILE`
+    /// or `ENFILE`), the listener answers the connection at the head of the
+    /// backlog with a reset, using the spare descriptor it keeps for this
+    /// (so its client does not hang), counts it in
+    /// [`Metrics::accept_errors`](crate::Metrics::accept_errors) and returns
+    /// the error; the other pending connections stay queued and are accepted
+    /// once descriptors free. An accept loop may retry at once: with nothing
+    /// pending the next `accept` waits for a connection, it does not spin.
     #[track_caller]
     pub fn accept(&self) -> impl Future<Output = io::Result<(TcpStream, SocketAddr)>> + '_ {
         let at = Location::caller();
@@ -111,22 +121,26 @@ impl TcpListener {
         cx: &mut Context<'_>,
         at: &'static Location<'static>,
     ) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
-        let io = match &self.io {
-            ListenerIo::Os(io) => io,
+        let (io, spare) = match &self.io {
+            ListenerIo::Os(io, spare) => (io, spare),
             ListenerIo::Sim(l) => {
                 let (stream, addr) = ready!(l.poll_accept(cx))?;
                 let io = StreamIo::Sim(stream);
                 return Poll::Ready(Ok((TcpStream { io }, addr)));
             }
         };
-        let (stream, addr) = ready!(io.poll_io(cx, Direction::Read, |l| l.accept()))?;
+        let (stream, addr) = ready!(io.poll_io(cx, Direction::Read, |l| {
+            spare.on_accept(l.accept(), l.as_raw_fd(), || {
+                io.driver().count_accept_error()
+            })
+        }))?;
         Poll::Ready(TcpStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
     /// The local address this listener is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.io {
-            ListenerIo::Os(io) => io.source().local_addr(),
+            ListenerIo::Os(io, _) => io.source().local_addr(),
             ListenerIo::Sim(l) => Ok(l.local_addr()),
         }
     }

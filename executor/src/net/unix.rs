@@ -1,6 +1,7 @@
 //! `UnixListener`, `UnixStream` and `UnixDatagram`: Unix domain sockets on
 //! the current pool's driver, through the same readiness path as TCP.
 
+use super::spare_fd::SpareFd;
 use crate::io::poll_evented::PollEvented;
 use crate::io::scheduled_io::Direction;
 use crate::task::waits::Resource;
@@ -9,6 +10,7 @@ use std::fmt;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::Shutdown;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{self, SocketAddr};
 use std::panic::Location;
 use std::path::Path;
@@ -76,6 +78,8 @@ fn path_error(what: &str, path: &Path, e: io::Error) -> io::Error {
 /// ```
 pub struct UnixListener {
     io: PollEvented<mio::net::UnixListener>,
+    /// Its spare descriptor for an accept at `EMFILE`: see `spare_fd.rs`.
+    spare: SpareFd,
 }
 
 impl UnixListener {
@@ -103,6 +107,7 @@ impl UnixListener {
     ) -> io::Result<UnixListener> {
         Ok(UnixListener {
             io: PollEvented::new(listener, Resource::UnixListener, at)?,
+            spare: SpareFd::open(),
         })
     }
 
@@ -110,12 +115,12 @@ impl UnixListener {
     ///
     /// # Errors
     ///
-    /// The OS's error. Running out of file descriptors (`EMFILE`) is
-    /// returned as it is, and the listener keeps working: the pending
-    /// connection stays queued, and an `accept` once descriptors are free
-    /// takes it. An accept loop should wait a moment after such an error
-    /// rather than retry at once (the connection is still pending, so the
-    /// retry fails again straight away).
+    /// The OS's error. Out of file descriptors (`EMFILE`, `ENFILE`), as
+    /// [`TcpListener::accept`](crate::net::TcpListener::accept): the
+    /// connection at the head of the backlog is answered with a reset
+    /// through the listener's spare descriptor, the error counted in
+    /// [`Metrics::accept_errors`](crate::Metrics::accept_errors) and
+    /// returned; the rest stay queued.
     #[track_caller]
     pub fn accept(&self) -> impl Future<Output = io::Result<(UnixStream, SocketAddr)>> + '_ {
         let at = Location::caller();
@@ -134,7 +139,11 @@ impl UnixListener {
         cx: &mut Context<'_>,
         at: &'static Location<'static>,
     ) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
-        let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| l.accept()))?;
+        let (stream, addr) = ready!(self.io.poll_io(cx, Direction::Read, |l| {
+            self.spare.on_accept(l.accept(), l.as_raw_fd(), || {
+                self.io.driver().count_accept_error()
+            })
+        }))?;
         Poll::Ready(UnixStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 

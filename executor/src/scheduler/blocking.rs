@@ -18,6 +18,14 @@
 //!   notifier moves a thread from `idle` to `notified`, so two closures
 //!   pushed back to back never count on the same idle thread.
 //! * Closures run in the order they were queued.
+//! * With a queue bound (`Builder::max_blocking_queue`), a closure that
+//!   would wait behind `max_queue` others for a busy thread is refused
+//!   before it is queued: its task is marked rejected and cancelled on the
+//!   spawning thread, so its handle resolves to a `JoinError` whose
+//!   `is_rejected()` is true. A closure that was queued is never refused
+//!   later: every accepted closure runs (or is cancelled by shutdown).
+//!   Light calls' drainers (`schedule_unbounded`) are never refused: the
+//!   file operations they carry were accepted already.
 //! * Once `shutdown` is set no queued closure starts; once `drained` is set
 //!   nothing is queued any more (a late closure is dropped at once, which
 //!   cancels it).
@@ -33,6 +41,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread;
@@ -67,6 +76,8 @@ struct State {
 
 pub(crate) struct BlockingPool {
     state: Mutex<State>,
+    /// Closures refused by the queue bound (`Metrics::rejected_blocking`).
+    rejected: AtomicU64,
     /// Idle threads wait here for work.
     condvar: Condvar,
     /// Shutdown waits here for the last thread to exit.
@@ -83,6 +94,7 @@ impl BlockingPool {
     pub(crate) fn new(config: BlockingConfig) -> BlockingPool {
         BlockingPool {
             state: Mutex::new(State::default()),
+            rejected: AtomicU64::new(0),
             condvar: Condvar::new(),
             exited: Condvar::new(),
             config,
@@ -95,13 +107,32 @@ impl BlockingPool {
         (st.threads, st.queue.len())
     }
 
+    /// Closures refused by the queue bound so far.
+    pub(crate) fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+
     /// The schedule function of blocking tasks: queue the runnable, then
-    /// hand it to an idle thread or start a new one, up to the cap.
-    pub(crate) fn schedule<H: BlockingPoolOwner>(&self, owner: &Arc<H>, runnable: Runnable) {
+    /// hand it to an idle thread or start a new one, up to the cap; or,
+    /// `bounded` and the queue full, refuse it (see the invariants).
+    pub(crate) fn schedule<H: BlockingPoolOwner>(
+        &self,
+        owner: &Arc<H>,
+        runnable: Runnable,
+        bounded: bool,
+    ) {
         let mut st = self.state.lock();
         if st.drained {
             // The pool is gone: cancel it (its future is dropped).
             drop(st);
+            cancel(runnable);
+            return;
+        }
+        if bounded && self.is_full(&st) {
+            drop(st);
+            // Relaxed: a count, read by the metrics alone.
+            self.rejected.fetch_add(1, Ordering::Relaxed);
+            runnable.metadata().mark_rejected();
             cancel(runnable);
             return;
         }
@@ -157,6 +188,25 @@ impl BlockingPool {
             }
             Err(_) => {} // a running thread will get to it
         }
+    }
+
+    /// Would a closure queued now wait behind `max_queue` others? Not if an
+    /// idle thread (not yet notified) or a new thread would take it; the
+    /// closures already queued for notified threads do not count as
+    /// waiting. Never during shutdown, which cancels what it finds queued.
+    fn is_full(&self, st: &State) -> bool {
+        let Some(max) = self.config.max_queue else {
+            return false;
+        };
+        if st.shutdown {
+            return false;
+        }
+        if self.config.simulated {
+            // No thread: every closure waits for a seeded step.
+            return st.queue.len() >= max;
+        }
+        let starts_now = st.idle > 0 || st.threads < self.config.max_threads;
+        !starts_now && st.queue.len().saturating_sub(st.notified) >= max
     }
 
     /// A seeded pool's: is a closure queued?

@@ -83,6 +83,9 @@ pub(crate) struct BlockingConfig {
     /// A seeded pool's: no thread, the closures run at seeded steps
     /// (`seeded/`).
     pub(crate) simulated: bool,
+    /// `Builder::max_blocking_queue`: closures that may wait for a busy
+    /// thread; `None`, any number.
+    pub(crate) max_queue: Option<usize>,
 }
 
 /// A pool's settings (the `Builder`'s, one field per setter but
@@ -110,6 +113,8 @@ pub(crate) struct Config {
     pub(crate) seed_strategy: SeedStrategy,
     /// `Builder::network`: a seeded pool's simulated network.
     pub(crate) network: Option<Network>,
+    /// `Builder::max_tasks`: live tasks at most; `None`, any number.
+    pub(crate) max_tasks: Option<usize>,
     /// `Builder::console`: the address to serve tokio-console on, as given.
     #[cfg(feature = "console")]
     pub(crate) console: Option<String>,
@@ -135,7 +140,9 @@ impl Config {
                 stack_size: None,
                 hooks: ThreadHooks::default(),
                 simulated: false,
+                max_queue: None,
             },
+            max_tasks: None,
             trace: None,
             poll_time_histogram: false,
             start_paused: false,
@@ -241,6 +248,13 @@ impl Config {
                         .to_string(),
                 ));
             }
+        }
+        if self.max_tasks == Some(0) {
+            return Err(invalid_input(
+                "max_tasks must be at least 1 (the live tasks a pool accepts; leave it unset for \
+                 no limit), got 0"
+                    .to_string(),
+            ));
         }
         if self.stack_size == Some(0) {
             return Err(invalid_input(

@@ -36,6 +36,10 @@ pub(crate) trait IoDriver: Park + Sized + 'static {
     /// Readiness events delivered to sources so far (`Metrics::io_events`).
     fn io_events(&self) -> u64;
 
+    /// Accepts that failed for want of descriptors so far
+    /// (`Metrics::accept_errors`).
+    fn accept_errors(&self) -> u64;
+
     /// The pool's time, paused or not (`pool::time::Instant::now`): what
     /// the live-task dump measures a timer's time left against.
     fn now(&self) -> std::time::Instant;

@@ -15,7 +15,8 @@
 //! | `watcher.rs` | the watcher thread's loop: LIFO rescues, the stall detector's looks, the coarse clock |
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained`; `yield_now` |
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
-//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`) |
+//! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`), and its queue bound |
+//! | `task_limit.rs` | `TaskLimit`: `Builder::max_tasks`, the places of live tasks, the spawns refused |
 //! | `light_calls.rs` | `LightCalls`: the batched light calls of `pool::fs` on the blocking engine, and their drainers |
 //! | `io_driver.rs` | `IoDriver`: what the runtime needs of the I/O driver (`io/`, a floor above) |
 //! | `config.rs` | `Config`, `BlockingConfig`: a pool's settings (plain data) and their checks |
@@ -39,6 +40,7 @@ pub(crate) mod shutdown_state;
 pub(crate) mod slot;
 pub(crate) mod spawn;
 pub(crate) mod start;
+pub(crate) mod task_limit;
 pub(crate) mod thread_name;
 pub(crate) mod threads;
 pub(crate) mod watcher;

@@ -33,6 +33,7 @@ use super::io_driver::Driver;
 use super::light_calls::LightCalls;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
+use super::task_limit::TaskLimit;
 use super::worker::worker_thread::WorkerThread;
 use crate::context::pool_cells;
 use crate::inspect::metrics::{BusyClock, WorkerStats};
@@ -131,6 +132,8 @@ pub(crate) struct Registry {
     /// A seeded pool's seed, ids, schedule hash and runner (`seeded/`); `None`
     /// for a pool of worker threads.
     seeded: Option<Seeded>,
+    /// `Builder::max_tasks`, if set (`task_limit.rs`).
+    task_limit: Option<TaskLimit>,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
     console: Option<crate::inspect::console::record::Console>,
@@ -184,6 +187,9 @@ impl schedule::Schedule for Registry {
         }
         if !blocking {
             self.count(worker, |s| &s.ended, 1);
+            if let Some(limit) = &self.task_limit {
+                limit.release();
+            }
         }
         let Some(slot) = slot else {
             return;
@@ -316,6 +322,7 @@ impl Registry {
             seeded: config
                 .seed
                 .map(|seed| Seeded::new(seed, config.seed_strategy, config.network.clone())),
+            task_limit: config.max_tasks.map(TaskLimit::new),
             #[cfg(feature = "console")]
             console,
         }
@@ -325,6 +332,12 @@ impl Registry {
     #[inline]
     pub(crate) fn seeded(&self) -> Option<&Seeded> {
         self.seeded.as_ref()
+    }
+
+    /// The pool's task limit (`Builder::max_tasks`), if it has one.
+    #[inline]
+    pub(crate) fn task_limit(&self) -> Option<&TaskLimit> {
+        self.task_limit.as_ref()
     }
 
     /// The console's task table and address, if the pool serves

@@ -18,6 +18,12 @@
 //!   `spawn_blocking` closure (the blocking pool's queue, never a worker).
 //!   A spawn on a worker hands its first schedule to that worker directly
 //!   (`spawn_raw`), as `schedule_task` would.
+//! * A pool with `Builder::max_tasks` takes a task's place before the task
+//!   is made (`spawn_task_on`, `spawn_local_task`: `TaskLimit`), and
+//!   refuses the spawn, dropping the future unpolled, when there is none.
+//!   `spawn_blocking` closures are bounded by the blocking queue instead
+//!   (`schedule_blocking`); light calls' drainers by nothing
+//!   (`schedule_drainer`).
 
 use super::blocking::BlockingTask;
 use super::light_calls::LightCall;
@@ -32,6 +38,7 @@ use crate::task::header::TaskHeader;
 use crate::task::header::TaskKind;
 use crate::task::id::TaskId;
 use crate::task::join_handle::JoinHandle;
+use crate::task::spawn_error::SpawnError;
 use async_task::{ScheduleInfo, WithInfo};
 use std::future::Future;
 use std::panic::Location;
@@ -44,10 +51,13 @@ use std::sync::Arc;
 pub(crate) fn run_batched(registry: &Arc<Registry>, call: LightCall) {
     registry.light_calls().submit(call, |me| {
         let drainer_registry = Arc::clone(registry);
-        let drainer = spawn_blocking_task(
+        let (shard_hint, id) = outside_spawn(registry);
+        let drainer = spawn_with(
             registry,
-            move || drainer_registry.light_calls().drain(me),
-            Location::caller(),
+            BlockingTask::new(move || drainer_registry.light_calls().drain(me)),
+            schedule_drainer,
+            shard_hint,
+            (id, Location::caller(), TaskKind::Blocking, None),
             None,
         );
         drop(drainer); // detached
@@ -55,6 +65,10 @@ pub(crate) fn run_batched(registry: &Arc<Registry>, call: LightCall) {
 }
 
 /// Spawn `future` onto this pool; `at` is where the user called spawn.
+///
+/// # Panics
+///
+/// Past the pool's `max_tasks` (`refused`).
 #[inline]
 pub(crate) fn spawn_task<F>(
     registry: &Arc<Registry>,
@@ -66,14 +80,62 @@ where
     F::Output: Send + 'static,
 {
     spawn_task_on(registry, future, at, None, registry.local_worker())
+        .unwrap_or_else(|e| refused(e, at))
+}
+
+/// The panic of a spawn that cannot return its `SpawnError` (`pool::spawn`
+/// and the spawns made like it): the limit, its value, the user's spawn
+/// site, and the way to shed instead.
+#[cold]
+#[inline(never)]
+pub(crate) fn refused(e: SpawnError, at: &'static Location<'static>) -> ! {
+    panic!("pool::spawn at {at}: {e}; pool::try_spawn returns this error instead of panicking")
 }
 
 /// `spawn`, named `name` if it has one (`task::Builder`), from `local`,
 /// this thread's worker if it is one of this pool's (as
 /// `context::current::with_current_worker` found it): the one lookup of the
-/// current worker on a spawn's path.
+/// current worker on a spawn's path. Refused past the pool's `max_tasks`.
 #[inline]
 pub(crate) fn spawn_task_on<F>(
+    registry: &Arc<Registry>,
+    future: F,
+    at: &'static Location<'static>,
+    name: Option<&str>,
+    local: Option<&WorkerThread>,
+) -> Result<JoinHandle<F::Output>, SpawnError>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if let Some(limit) = registry.task_limit() {
+        limit.try_acquire()?;
+    }
+    Ok(spawn_placed(registry, future, at, name, local))
+}
+
+/// Spawn a task the pool's own machinery needs to keep a promise already
+/// made (fork-join entering the pool from outside, a scope's job spawned
+/// off its workers): it takes a place past `max_tasks` rather than fail
+/// half-way (`TaskLimit::take_anyway`).
+pub(crate) fn spawn_owed_task<F>(
+    registry: &Arc<Registry>,
+    future: F,
+    at: &'static Location<'static>,
+) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    if let Some(limit) = registry.task_limit() {
+        limit.take_anyway();
+    }
+    spawn_placed(registry, future, at, None, registry.local_worker())
+}
+
+/// `spawn_task_on` once the task has its place (if the pool counts them).
+#[inline]
+fn spawn_placed<F>(
     registry: &Arc<Registry>,
     future: F,
     at: &'static Location<'static>,
@@ -102,14 +164,14 @@ where
 
 /// Spawn `future`, which need not be `Send`, pinned to `worker`, the
 /// worker of this thread (`pool::spawn_local`), named `name` if it has
-/// one.
+/// one. Refused past the pool's `max_tasks`.
 pub(crate) fn spawn_local_task<F>(
     registry: &Arc<Registry>,
     worker: &WorkerThread,
     future: F,
     at: &'static Location<'static>,
     name: Option<&str>,
-) -> JoinHandle<F::Output>
+) -> Result<JoinHandle<F::Output>, SpawnError>
 where
     F: Future + 'static,
     F::Output: 'static,
@@ -118,6 +180,9 @@ where
         Arc::as_ptr(worker.registry()),
         Arc::as_ptr(registry)
     ));
+    if let Some(limit) = registry.task_limit() {
+        limit.try_acquire()?;
+    }
     registry.count(Some(worker), |s| &s.spawned, 1);
     let home = worker.index();
     // Its own shard: the worker finds its local tasks there when it
@@ -130,7 +195,7 @@ where
     // them (its local queue and inbox, `LocalTasks::cancel_all` when it
     // leaves); a runnable it can no longer take is leaked, never dropped
     // elsewhere.
-    unsafe {
+    Ok(unsafe {
         spawn_raw(
             registry,
             future,
@@ -139,7 +204,7 @@ where
             meta,
             Some(worker),
         )
-    }
+    })
 }
 
 /// Run `f` on this pool's blocking threads, named `name` if it has one.
@@ -363,12 +428,21 @@ fn schedule_pinned(runnable: Runnable, home: usize) {
 }
 
 /// The schedule function of blocking tasks (`spawn_blocking`): into the
-/// blocking pool's queue, never onto a worker. Keeps its own reference to the
+/// blocking pool's queue, never onto a worker, or refused if the queue is
+/// full (`Builder::max_blocking_queue`). Keeps its own reference to the
 /// registry for the reason given at `schedule_task`.
 fn schedule_blocking(runnable: Runnable, _: ScheduleInfo) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner_arc();
-    registry.blocking().schedule(&registry, runnable);
+    registry.blocking().schedule(&registry, runnable, true);
+}
+
+/// The schedule function of a light calls' drainer (`run_batched`): as
+/// `schedule_blocking`, never refused: the calls it carries were accepted.
+fn schedule_drainer(runnable: Runnable, _: ScheduleInfo) {
+    runnable.metadata().mark_scheduled();
+    let registry = runnable.metadata().owner_arc();
+    registry.blocking().schedule(&registry, runnable, false);
 }
 
 /// Push a runnable from a thread that is not a worker of this pool.

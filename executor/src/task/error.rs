@@ -1,4 +1,5 @@
-//! `JoinError`: why a task gave no output (it panicked, or was cancelled).
+//! `JoinError`: why a task gave no output (it panicked, was cancelled, or
+//! was refused by a full blocking queue).
 //!
 //! # Invariants
 //!
@@ -13,7 +14,9 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-/// Why a task gave no output: it panicked, or it was cancelled.
+/// Why a task gave no output: it panicked, it was cancelled, or (a
+/// `spawn_blocking` closure) the blocking queue was full
+/// ([`Builder::max_blocking_queue`](crate::Builder::max_blocking_queue)).
 ///
 /// # Examples
 ///
@@ -33,6 +36,9 @@ pub struct JoinError {
 enum Repr {
     Cancelled,
     Panic(Panic),
+    /// A `spawn_blocking` closure refused by a full blocking queue: it
+    /// never ran.
+    Rejected,
 }
 
 struct Panic {
@@ -49,6 +55,14 @@ impl JoinError {
     pub(crate) fn cancelled() -> JoinError {
         JoinError {
             repr: Box::new(Repr::Cancelled),
+        }
+    }
+
+    /// The error of a `spawn_blocking` closure the full blocking queue
+    /// refused (`scheduler/blocking.rs`).
+    pub(crate) fn rejected() -> JoinError {
+        JoinError {
+            repr: Box::new(Repr::Rejected),
         }
     }
 
@@ -93,6 +107,33 @@ impl JoinError {
         matches!(*self.repr, Repr::Cancelled)
     }
 
+    /// True if the task was a [`spawn_blocking`](crate::spawn_blocking)
+    /// closure that the pool refused because its blocking queue was full
+    /// ([`Builder::max_blocking_queue`](crate::Builder::max_blocking_queue)):
+    /// the closure never ran, and was dropped. Not a cancellation: nothing
+    /// asked for it; the caller may shed the request, or retry later.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = pool::Builder::new()
+    ///     .max_blocking_threads(1)
+    ///     .max_blocking_queue(0) // run at once, or refuse
+    ///     .build()
+    ///     .unwrap();
+    /// let (tx, rx) = std::sync::mpsc::channel::<()>();
+    /// let busy = pool.spawn_blocking(move || rx.recv().unwrap());
+    /// # while pool.metrics().blocking_queue_depth > 0 { std::thread::yield_now(); }
+    /// let refused = pool.block_on(pool.spawn_blocking(|| 1)).unwrap_err();
+    /// assert!(refused.is_rejected() && !refused.is_cancelled());
+    /// assert_eq!(pool.metrics().rejected_blocking, 1);
+    /// tx.send(()).unwrap();
+    /// pool.block_on(busy).unwrap();
+    /// ```
+    pub fn is_rejected(&self) -> bool {
+        matches!(*self.repr, Repr::Rejected)
+    }
+
     /// True if the task panicked.
     ///
     /// # Examples
@@ -132,6 +173,10 @@ impl JoinError {
             Repr::Cancelled => {
                 panic!("JoinError::into_panic called on a cancelled task; check is_panic() first")
             }
+            Repr::Rejected => panic!(
+                "JoinError::into_panic called on a rejected spawn_blocking closure; check \
+                 is_panic() first"
+            ),
         }
     }
 }
@@ -154,6 +199,10 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.repr {
             Repr::Cancelled => f.write_str("task was cancelled"),
+            Repr::Rejected => f.write_str(
+                "spawn_blocking closure rejected: the blocking queue was full \
+                 (Builder::max_blocking_queue); it never ran",
+            ),
             Repr::Panic(panic) => {
                 match &panic.name {
                     Some(name) => write!(f, "task `{name}` panicked")?,
@@ -224,6 +273,7 @@ impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.repr {
             Repr::Cancelled => f.write_str("JoinError::Cancelled"),
+            Repr::Rejected => f.write_str("JoinError::Rejected"),
             Repr::Panic(panic) => {
                 let mut t = f.debug_tuple("JoinError::Panic");
                 t.field(&panic.message.as_deref().unwrap_or("<non-string payload>"));

@@ -93,6 +93,7 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         if header.is_done() || header.is_aborted() || header.owner().live_tasks().is_closed() {
             return Poll::Ready(Err(match self.drop_future() {
                 Some(payload) => panicked(header, payload),
+                None if header.is_rejected() => JoinError::rejected(),
                 None => JoinError::cancelled(),
             }));
         }

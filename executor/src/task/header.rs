@@ -53,11 +53,14 @@ const BORN: u32 = NAMED - 1;
 
 /// `TaskHeader::activity`: bit 0 is `SCHEDULED`, bit 1 `DONE` (the future
 /// was dropped: the task is not live, though its table entry may wait
-/// for a removal batch, `owned.rs`), bits 2..32 the polls (saturating).
+/// for a removal batch, `owned.rs`), bit 2 `REJECTED` (a `spawn_blocking`
+/// closure the full blocking queue refused: its cancel is a `JoinError`
+/// that says so), bits 3..32 the polls (saturating).
 const SCHEDULED: u32 = 1;
 const DONE: u32 = 1 << 1;
-const POLL_SHIFT: u32 = 2;
-const POLLS_MAX: u32 = (1 << 30) - 1;
+const REJECTED: u32 = 1 << 2;
+const POLL_SHIFT: u32 = 3;
+const POLLS_MAX: u32 = (1 << 29) - 1;
 
 /// `TaskHeader::site`: the task's kind in the top two bits, its spawn site's
 /// index (`site::index_of`) in the low 14 (`site::INDEX_MASK`).
@@ -361,6 +364,19 @@ impl TaskHeader {
         self.activity.store(a | DONE, Ordering::Relaxed);
     }
 
+    /// A blocking queue refused the task (`REJECTED`): written by the
+    /// thread that schedules it, which then cancels it (`future::cancel`),
+    /// so its poll reads the bit.
+    pub(crate) fn mark_rejected(&self) {
+        let a = self.activity.load(Ordering::Relaxed);
+        self.activity.store(a | REJECTED, Ordering::Relaxed);
+    }
+
+    /// Was the task refused by a blocking queue?
+    pub(super) fn is_rejected(&self) -> bool {
+        self.activity.load(Ordering::Relaxed) & REJECTED != 0
+    }
+
     /// The task was handed to a queue (its schedule function ran).
     #[inline]
     pub(crate) fn mark_scheduled(&self) {
@@ -382,7 +398,7 @@ impl TaskHeader {
     }
 
     /// Queued (scheduled and not yet polled again), and polls so far (they
-    /// saturate at 2^30 - 1).
+    /// saturate at 2^29 - 1).
     pub(crate) fn activity(&self) -> (bool, u32) {
         let a = self.activity.load(Ordering::Relaxed);
         (a & SCHEDULED != 0, a >> POLL_SHIFT)

@@ -1,6 +1,6 @@
-//! Tasks: [`JoinHandle`], [`AbortHandle`], [`JoinError`], [`TaskId`], and
-//! [`Builder`], a spawn with options (a name). All but `Builder` are also
-//! at the crate root.
+//! Tasks: [`JoinHandle`], [`AbortHandle`], [`JoinError`], [`TaskId`],
+//! [`SpawnError`], and [`Builder`], a spawn with options (a name). All but
+//! `Builder` are also at the crate root.
 //!
 //! # Examples
 //!
@@ -38,6 +38,7 @@
 // | `abort_handle.rs` | `AbortHandle`: cancel a task through a waker of it |
 // | `task_builder.rs` | `Builder`: one task's spawn options (a name), not the pool's `Builder`; its methods are `free_fns.rs`'s |
 // | `error.rs` | `JoinError` |
+// | `spawn_error.rs` | `SpawnError`: a spawn refused at `Builder::max_tasks` |
 // | `id.rs` | `TaskId` and the per-thread blocks of ids |
 // | `site.rs` | spawn sites (a spawn call and its tasks' waker vtable) kept as 14-bit indexes into one process-wide table |
 // | `waker.rs` | `TaskWaker`: a task's waker in one word, as the table of live tasks keeps it |
@@ -65,6 +66,7 @@ pub(crate) mod owned;
 pub(crate) mod schedule;
 pub(crate) mod share;
 pub(crate) mod site;
+pub(crate) mod spawn_error;
 pub(crate) mod task_builder;
 pub(crate) mod task_shard;
 pub(crate) mod wait_board;
@@ -75,4 +77,5 @@ pub use abort_handle::AbortHandle;
 pub use error::JoinError;
 pub use id::TaskId;
 pub use join_handle::JoinHandle;
+pub use spawn_error::SpawnError;
 pub use task_builder::Builder;
