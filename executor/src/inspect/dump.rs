@@ -44,7 +44,7 @@ pub struct TaskInfo {
     pub spawned_at: &'static Location<'static>,
     /// What the task is doing.
     pub state: TaskState,
-    /// Polls so far (they saturate at 2^30 - 1).
+    /// Polls so far (they saturate at 2^29 - 1).
     pub polls: u64,
     /// Time since the spawn, to the coarse clock's tick (the kernel's, 1-10
     /// ms, counted in 1/256 s); taken modulo 97 days.

@@ -26,7 +26,7 @@
 //! * A slot's records belong to the poll whose task id and poll count it
 //!   holds: a reader shows them only for that task, and only while its
 //!   header's poll count is still that poll (`read`). The count saturates
-//!   at 2^30 - 1 polls (the header's), from where a poll that records
+//!   at 2^29 - 1 polls (the header's), from where a poll that records
 //!   nothing no longer hides its predecessor's records.
 //! * A board's segments are allocated the first time a key in their range
 //!   records (zeroed: a zero slot belongs to no task), installed with one
