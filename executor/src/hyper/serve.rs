@@ -324,7 +324,8 @@ struct AcceptErrorLog {
 }
 
 impl AcceptErrorLog {
-    fn note(&mut self, e: &io::Error) {
+    /// `e`, out of descriptors if `descriptors` (else out of memory).
+    fn note(&mut self, e: &io::Error, descriptors: bool) {
         let now = std::time::Instant::now();
         if self
             .last
@@ -337,7 +338,7 @@ impl AcceptErrorLog {
             0 => String::new(),
             n => format!(" (and {n} more since the last report)"),
         };
-        let what = if is_out_of_descriptors(e) {
+        let what = if descriptors {
             "the oldest pending connection was answered with a reset; serving goes on as \
              descriptors free (raise `ulimit -n`, or hold fewer connections open)"
         } else {
@@ -404,8 +405,8 @@ where
             }
             Some(Err(e)) if concerns_one_connection(&e) => continue,
             Some(Err(e)) if out_of_resources(&e) => {
-                error_log.note(&e);
                 let descriptors = is_out_of_descriptors(&e);
+                error_log.note(&e, descriptors);
                 let wait_for = if descriptors { FIRST_BACKOFF } else { backoff };
                 // Keep the shutdown signal heard while waiting.
                 let wait = pin!(crate::time::sleep(wait_for));

@@ -104,16 +104,16 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
 ) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static {
     let resolution = classify(addr);
     async move {
-        let resolution = resolution?;
-        if !matches!(resolution, Resolution::Done(_)) {
-            refuse_lookup_in_seeded_pool(&resolution)?;
-        }
-        let lookup = match resolution {
+        let lookup = match resolution? {
             Resolution::Done(addrs) => return Ok(addrs),
-            Resolution::Lookup(host, port) => crate::free_fns::spawn_blocking(move || {
-                Ok((host.as_str(), port).to_socket_addrs()?.collect())
-            }),
+            Resolution::Lookup(host, port) => {
+                refuse_lookup_in_seeded_pool(|| format!("{host}:{port}"))?;
+                crate::free_fns::spawn_blocking(move || {
+                    Ok((host.as_str(), port).to_socket_addrs()?.collect())
+                })
+            }
             Resolution::LookupStr(s) => {
+                refuse_lookup_in_seeded_pool(|| s.clone())?;
                 crate::free_fns::spawn_blocking(move || Ok(s.as_str().to_socket_addrs()?.collect()))
             }
         };
@@ -124,16 +124,13 @@ pub(crate) fn resolve<A: ToSocketAddrs>(
 }
 
 /// The resolver is real I/O, which a seeded pool cannot replay; and a
-/// simulated network has no names, only its hosts' addresses.
-fn refuse_lookup_in_seeded_pool(resolution: &Resolution) -> io::Result<()> {
+/// simulated network has no names, only its hosts' addresses: the lookup of
+/// `name` (made only for the message) is refused in a seeded pool.
+fn refuse_lookup_in_seeded_pool(name: impl FnOnce() -> String) -> io::Result<()> {
     let simulated = crate::context::current::try_current()
         .is_some_and(|registry| registry.seeded().is_some_and(|s| s.network().is_some()));
     if simulated {
-        let name = match resolution {
-            Resolution::Lookup(host, port) => format!("{host}:{port}"),
-            Resolution::LookupStr(s) => s.clone(),
-            Resolution::Done(_) => String::new(),
-        };
+        let name = name();
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
             format!(

@@ -43,17 +43,6 @@ pub(crate) struct SpareFd {
     fd: Mutex<Option<OwnedFd>>,
 }
 
-/// What the spare's three steps did.
-enum Shed {
-    /// The connection at the head of the backlog was accepted and reset
-    /// (or it was aborted while the spare was closed).
-    Answered,
-    /// Nothing was pending: the accept should wait for the next one.
-    Empty,
-    /// No spare to close: nothing was done.
-    NoSpare,
-}
-
 impl SpareFd {
     /// A listener's spare, opened now (`None` inside if the table is full
     /// already: the next `EMFILE` tries again).
@@ -73,28 +62,29 @@ impl SpareFd {
         count: impl FnOnce(),
     ) -> io::Result<T> {
         match &result {
-            Err(e) if is_out_of_descriptors(e) => match self.shed_head(listener, count) {
-                Shed::Empty => Err(io::ErrorKind::WouldBlock.into()),
-                Shed::Answered | Shed::NoSpare => result,
-            },
+            Err(e) if is_out_of_descriptors(e) && self.backlog_was_empty(listener, count) => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
             _ => result,
         }
     }
 
-    /// The three steps; `count` is called before the head's client can see
-    /// its answer (and when there is no spare), never for an empty backlog.
-    fn shed_head(&self, listener: RawFd, count: impl FnOnce()) -> Shed {
+    /// The three steps; true if nothing was pending (then nothing is
+    /// counted). `count` is called before the head's client can see its
+    /// answer, and when there is no spare to answer with.
+    fn backlog_was_empty(&self, listener: RawFd, count: impl FnOnce()) -> bool {
         let mut spare = self.fd.lock();
         let Some(fd) = spare.take() else {
             // Maybe descriptors freed since it was lost.
             *spare = open_spare();
             count();
-            return Shed::NoSpare;
+            return false;
         };
-        drop(fd); // one slot free
-                  // SAFETY: `listener` is the descriptor of the listening socket our
-                  // caller holds (borrowed for the call); null address pointers ask
-                  // for no address, which accept4 allows.
+        // One slot free.
+        drop(fd);
+        // SAFETY: `listener` is the descriptor of the listening socket our
+        // caller holds (borrowed for the call); null address pointers ask
+        // for no address, which accept4 allows.
         let conn = unsafe {
             libc::accept4(
                 listener,
@@ -103,26 +93,22 @@ impl SpareFd {
                 libc::SOCK_CLOEXEC,
             )
         };
-        let shed = if conn >= 0 {
+        let empty = if conn >= 0 {
             // SAFETY: accept4 just returned this descriptor; nothing else
             // owns it.
             let conn = unsafe { OwnedFd::from_raw_fd(conn) };
             count();
             reset_on_close(&conn);
-            drop(conn);
-            Shed::Answered
+            false
+        } else if io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
+            true
         } else {
-            match io::Error::last_os_error().kind() {
-                io::ErrorKind::WouldBlock => Shed::Empty,
-                // Aborted by its client meanwhile, say: answered enough.
-                _ => {
-                    count();
-                    Shed::Answered
-                }
-            }
+            // Aborted by its client meanwhile, say: answered enough.
+            count();
+            false
         };
         *spare = open_spare();
-        shed
+        empty
     }
 }
 

@@ -24,7 +24,7 @@
 //!   spawning thread, so its handle resolves to a `JoinError` whose
 //!   `is_rejected()` is true. A closure that was queued is never refused
 //!   later: every accepted closure runs (or is cancelled by shutdown).
-//!   Light calls' drainers (`schedule_unbounded`) are never refused: the
+//!   Light calls' drainers (`schedule_drainer`) are never refused: the
 //!   file operations they carry were accepted already.
 //! * Once `shutdown` is set no queued closure starts; once `drained` is set
 //!   nothing is queued any more (a late closure is dropped at once, which
@@ -35,7 +35,7 @@ use crate::context::plain_cells::with_blocking_task;
 use crate::context::thread_kind::ThreadKind;
 use crate::sleep::block_on_wake::WakePool;
 use crate::sleep::manager::SleepManager;
-use crate::task::future::cancel;
+use crate::task::future::{cancel, reject};
 use crate::task::header::Runnable;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, VecDeque};
@@ -132,8 +132,7 @@ impl BlockingPool {
             drop(st);
             // Relaxed: a count, read by the metrics alone.
             self.rejected.fetch_add(1, Ordering::Relaxed);
-            runnable.metadata().mark_rejected();
-            cancel(runnable);
+            reject(runnable);
             return;
         }
         // Queued or running, the closure holds a paused clock; its thread

@@ -171,6 +171,13 @@ pub(crate) fn cancel(runnable: Runnable) {
     runnable.run();
 }
 
+/// Refuse a runnable a full queue will not take (`max_blocking_queue`):
+/// cancel it as `cancel` does, its handle learning `rejected` instead.
+pub(crate) fn reject(runnable: Runnable) {
+    runnable.metadata().mark_rejected();
+    cancel(runnable);
+}
+
 /// Takes the task out of the table of live tasks when the future drops.
 struct Registration<'a> {
     header: &'a TaskHeader,

@@ -365,9 +365,9 @@ impl TaskHeader {
     }
 
     /// A blocking queue refused the task (`REJECTED`): written by the
-    /// thread that schedules it, which then cancels it (`future::cancel`),
+    /// thread that schedules it, which then cancels it (`future::reject`),
     /// so its poll reads the bit.
-    pub(crate) fn mark_rejected(&self) {
+    pub(super) fn mark_rejected(&self) {
         let a = self.activity.load(Ordering::Relaxed);
         self.activity.store(a | REJECTED, Ordering::Relaxed);
     }
