@@ -21,6 +21,7 @@
 //!   never held again; every registered source and every timer has been
 //!   woken with the shutdown, and new registrations are refused.
 
+use super::io_grace::{IoGrace, Polled};
 #[cfg(target_os = "linux")]
 use super::ring_slots::RingSlots;
 use super::scheduled_io::{ScheduledIo, READABLE, READ_CLOSED, WRITABLE, WRITE_CLOSED};
@@ -44,12 +45,6 @@ use std::time::{Duration, Instant};
 
 /// Events taken from the OS in one poll.
 const EVENTS_CAPACITY: usize = 1024;
-
-/// How long a paused clock's jump waits for readiness after the pool's
-/// tasks did I/O (`Driver::paused_park`): loopback data is delivered within
-/// the sender's system call, or, on a loaded machine, by `ksoftirqd` soon
-/// after. Paid once per jump that follows I/O, and only if nothing arrives.
-const IO_GRACE: Duration = Duration::from_millis(5);
 
 /// The token of the driver's own waker (the eventfd behind `unpark`).
 const WAKE_TOKEN: Token = Token(usize::MAX);
@@ -100,9 +95,9 @@ pub(crate) struct Driver {
     timers: Timers,
     /// The pool's time, which the timers' deadlines are in (`time/pool_clock.rs`).
     clock: PoolClock,
-    /// The pool's tasks did I/O since the clock last jumped (noted only
-    /// while it is paused; `did_io`).
-    io_since_jump: AtomicBool,
+    /// I/O since the clock last jumped (noted only while it is paused;
+    /// `did_io`), for a paused park's grace (`io_grace.rs`).
+    io_grace: IoGrace,
     shut_down: AtomicBool,
     /// The io_urings of `pool::fs` (`ring_slots.rs`).
     #[cfg(target_os = "linux")]
@@ -141,7 +136,7 @@ impl IoDriver for Driver {
             num_sources: AtomicUsize::new(0),
             timers: Timers::new(workers, Instant::now()),
             clock: PoolClock::new(start_paused),
-            io_since_jump: AtomicBool::new(false),
+            io_grace: IoGrace::default(),
             shut_down: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
             rings: RingSlots::new(),
@@ -490,35 +485,22 @@ impl Driver {
     /// no timeout, until an unpark: a wake, an earlier timer, the pool
     /// becoming quiet (`pool_quiet`), a resume or an advance.
     ///
-    /// If the pool's tasks did I/O since the last jump, the answer to it may
-    /// still be on its way (loopback data whose delivery the kernel left to
-    /// `ksoftirqd` on a busy machine), so the holder first waits up to
-    /// `IO_GRACE` of real time for readiness: a timeout around a loopback
-    /// request never fires while the answer is in flight.
-    ///
-    /// An unpark that either poll takes ends the park there (true, maybe
-    /// with no wakers): its edge is spent, so the blocking poll that would
-    /// follow could sleep through the wake it brought (a worker's
-    /// termination latch, a task's waker), and the sleeper would never
-    /// look at its flag again. Its caller decides again, as after any
-    /// spurious return. (A grace that an unpark cut short is owed to the
-    /// next park.)
+    /// If the pool's tasks did I/O since the last jump, the holder first
+    /// waits a little for readiness, and an unpark that either poll takes
+    /// ends the park there (true, maybe with no wakers): see `io_grace.rs`.
     fn paused_park(&self, is_quiet: &dyn Fn() -> bool, wakers: &mut Vec<Waker>) -> bool {
         if self.poll_os(Some(Duration::ZERO), false, wakers) || !wakers.is_empty() {
             return true;
         }
-        // Relaxed: the flag was set by a task before its worker (or thread)
-        // left the pool's activity, and `is_quiet` read that with SeqCst.
-        if is_quiet() && self.io_since_jump.swap(false, Ordering::Relaxed) {
-            let unparked = self.poll_os(Some(IO_GRACE), false, wakers);
-            if unparked && wakers.is_empty() {
-                self.io_since_jump.store(true, Ordering::Relaxed);
-            }
-            if unparked || !wakers.is_empty() {
-                return true;
-            }
-        }
-        self.timers.jump_if_quiet(&self.clock, is_quiet, wakers)
+        self.io_grace.decide(
+            is_quiet,
+            wakers,
+            |grace, wakers| Polled {
+                unparked: self.poll_os(Some(grace), false, wakers),
+                woke: !wakers.is_empty(),
+            },
+            |quiet, wakers| self.timers.jump_if_quiet(&self.clock, quiet, wakers),
+        )
     }
 
     /// An accept on one of the pool's listeners failed at `EMFILE` or
@@ -533,7 +515,7 @@ impl Driver {
     #[inline]
     pub(crate) fn did_io(&self) {
         if self.clock.is_paused_hint() {
-            self.io_since_jump.store(true, Ordering::Relaxed);
+            self.io_grace.did_io();
         }
     }
 

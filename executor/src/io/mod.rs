@@ -21,6 +21,7 @@
 
 pub(crate) mod async_fd;
 pub(crate) mod driver;
+pub(crate) mod io_grace;
 pub(crate) mod poll_evented;
 #[cfg(target_os = "linux")]
 pub(crate) mod ring_slots;
