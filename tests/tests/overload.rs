@@ -220,3 +220,37 @@ fn max_blocking_queue_zero_runs_at_once_or_refuses() {
         p.block_on(busy).unwrap();
     });
 }
+
+/// A closure spawned the moment the last one's result arrives finds its
+/// thread still on the way back to the queue: it must count as ready, not
+/// busy, or a bound of 0 would refuse a pool with a free thread (and an
+/// unbounded pool would start a thread it does not need). An awaiter on a
+/// worker sees the result fastest, so it spawns inside that window often.
+#[test]
+fn back_to_back_closures_find_the_returning_thread_ready() {
+    watchdog("back-to-back closures", 60, || {
+        let p = Builder::new()
+            .worker_threads(2)
+            .max_blocking_threads(1)
+            .max_blocking_queue(0)
+            .build()
+            .unwrap();
+        let refused = p.block_on(p.spawn(async {
+            let mut refused = 0;
+            for i in 0..2_000u32 {
+                match pool::spawn_blocking(move || i).await {
+                    Ok(got) => assert_eq!(got, i),
+                    Err(e) if e.is_rejected() => refused += 1,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            refused
+        }));
+        assert_eq!(
+            refused.unwrap(),
+            0,
+            "closures spawned one after another were refused with a free thread"
+        );
+        assert_eq!(p.metrics().rejected_blocking, 0);
+    });
+}

@@ -17,6 +17,13 @@
 //!   notified yet; `notified` counts notifications not yet consumed. The
 //!   notifier moves a thread from `idle` to `notified`, so two closures
 //!   pushed back to back never count on the same idle thread.
+//! * `returning` lists the threads whose closure has returned (or
+//!   unwound) and that have not yet come back to the queue. A closure's
+//!   result wakes its awaiter before its thread takes the lock again, so an
+//!   awaiter that spawns its next closure at once would otherwise find no
+//!   idle thread: the queue bound would refuse it and the pool would start
+//!   a thread it does not need. A returning thread takes from the queue
+//!   before it waits, so it counts as ready, like a notified one.
 //! * Closures run in the order they were queued.
 //! * With a queue bound (`Builder::max_blocking_queue`), a closure that
 //!   would wait behind `max_queue` others for a busy thread is refused
@@ -44,7 +51,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::thread;
+use std::thread::{self, ThreadId};
 use std::time::Instant;
 
 /// What the blocking pool needs of the pool it serves (the scheduler's
@@ -66,12 +73,22 @@ struct State {
     threads: usize,
     idle: usize,
     notified: usize,
+    /// The threads whose closure returned, until they lock the state again.
+    returning: Vec<ThreadId>,
     shutdown: bool,
     drained: bool,
     /// Names blocking threads `NAME-blocking-K`.
     next_id: usize,
     /// Threads not yet joined; a thread that exits on its own removes itself.
     handles: HashMap<usize, thread::JoinHandle<()>>,
+}
+
+impl State {
+    /// Threads that take from the queue before they wait again: notified
+    /// and returning ones.
+    fn ready(&self) -> usize {
+        self.notified + self.returning.len()
+    }
 }
 
 pub(crate) struct BlockingPool {
@@ -151,6 +168,9 @@ impl BlockingPool {
             self.condvar.notify_one();
             return;
         }
+        if st.queue.len() <= st.ready() {
+            return; // a returning or notified thread takes it
+        }
         if st.threads == self.config.max_threads {
             return; // the closure waits its turn
         }
@@ -189,10 +209,11 @@ impl BlockingPool {
         }
     }
 
-    /// Would a closure queued now wait behind `max_queue` others? Not if an
-    /// idle thread (not yet notified) or a new thread would take it; the
-    /// closures already queued for notified threads do not count as
-    /// waiting. Never during shutdown, which cancels what it finds queued.
+    /// Would a closure queued now wait behind `max_queue` others for a busy
+    /// thread? Not if an idle thread (not yet notified) or a new thread
+    /// would take it, nor if the threads that take from the queue before
+    /// they wait (notified and returning) outnumber the closures queued.
+    /// Never during shutdown, which cancels what it finds queued.
     fn is_full(&self, st: &State) -> bool {
         let Some(max) = self.config.max_queue else {
             return false;
@@ -205,7 +226,17 @@ impl BlockingPool {
             return st.queue.len() >= max;
         }
         let starts_now = st.idle > 0 || st.threads < self.config.max_threads;
-        !starts_now && st.queue.len().saturating_sub(st.notified) >= max
+        !starts_now && st.queue.len() >= st.ready() + max
+    }
+
+    /// This thread's closure returned (or unwound): until it locks the
+    /// state again it counts as ready (see the invariants). Its result
+    /// wakes the awaiter after this. Not a seeded pool's: no thread runs
+    /// its closures.
+    fn closure_returned(&self) {
+        if !self.config.simulated {
+            self.state.lock().returning.push(thread::current().id());
+        }
     }
 
     /// A seeded pool's: is a closure queued?
@@ -233,6 +264,10 @@ impl BlockingPool {
                 drop(st);
                 run_one(runnable, sleep);
                 st = self.state.lock();
+                let me = thread::current().id();
+                if let Some(at) = st.returning.iter().position(|t| *t == me) {
+                    st.returning.swap_remove(at);
+                }
             }
             if st.shutdown {
                 break;
@@ -316,25 +351,38 @@ fn run_one(runnable: Runnable, sleep: &SleepManager) {
     sleep.release_hold();
 }
 
-/// The future of a blocking task: calls the closure on its first poll.
-pub(crate) struct BlockingTask<F>(Option<F>);
+/// The future of a blocking task: calls the closure on its first poll,
+/// and tells the blocking pool of `owner` when the closure is done, before
+/// its result wakes the awaiter (`BlockingPool::closure_returned`).
+pub(crate) struct BlockingTask<F, H: BlockingPoolOwner> {
+    f: Option<F>,
+    owner: Arc<H>,
+}
 
-impl<F> BlockingTask<F> {
-    pub(crate) fn new(f: F) -> Self {
-        BlockingTask(Some(f))
+impl<F, H: BlockingPoolOwner> BlockingTask<F, H> {
+    pub(crate) fn new(f: F, owner: Arc<H>) -> Self {
+        BlockingTask { f: Some(f), owner }
     }
 }
 
-impl<F> Unpin for BlockingTask<F> {}
+impl<F, H: BlockingPoolOwner> Unpin for BlockingTask<F, H> {}
 
-impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
+impl<F: FnOnce() -> R, R, H: BlockingPoolOwner> Future for BlockingTask<F, H> {
     type Output = R;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
         let f = self
-            .0
+            .f
             .take()
             .expect("a blocking task is polled once: it completes on its first poll");
+        /// Tells the pool on return and on unwind alike.
+        struct Returned<'a>(&'a BlockingPool);
+        impl Drop for Returned<'_> {
+            fn drop(&mut self) {
+                self.0.closure_returned();
+            }
+        }
+        let _returned = Returned(self.owner.blocking_pool());
         Poll::Ready(f())
     }
 }

@@ -54,7 +54,10 @@ pub(crate) fn run_batched(registry: &Arc<Registry>, call: LightCall) {
         let (shard_hint, id) = outside_spawn(registry);
         let drainer = spawn_with(
             registry,
-            BlockingTask::new(move || drainer_registry.light_calls().drain(me)),
+            BlockingTask::new(
+                move || drainer_registry.light_calls().drain(me),
+                Arc::clone(registry),
+            ),
             schedule_drainer,
             shard_hint,
             (id, Location::caller(), TaskKind::Blocking, None),
@@ -221,7 +224,7 @@ where
     let (shard_hint, id) = outside_spawn(registry);
     spawn_with(
         registry,
-        BlockingTask::new(f),
+        BlockingTask::new(f, Arc::clone(registry)),
         schedule_blocking,
         shard_hint,
         (id, at, TaskKind::Blocking, name),
