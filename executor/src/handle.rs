@@ -14,6 +14,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A cheap, cloneable reference to a pool, to spawn onto it from anywhere.
 ///
@@ -163,6 +164,24 @@ impl Handle {
     /// ```
     pub fn metrics(&self) -> Metrics {
         snapshot::metrics(&self.registry)
+    }
+
+    /// The load signal alone: how long a task woken now would wait before
+    /// a worker polls it ([`Metrics::schedule_delay`]). A few atomic loads
+    /// and a clock read, so a server can ask once per request and shed
+    /// load (answer 503) while it is high.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let pool = pool::Builder::new().worker_threads(1).build().unwrap();
+    /// let handle = pool.handle();
+    /// // An idle pool: nothing waits.
+    /// assert!(handle.schedule_delay() < Duration::from_secs(1));
+    /// ```
+    pub fn schedule_delay(&self) -> Duration {
+        self.registry.schedule_delay().delay()
     }
 
     /// Each worker's counters; see [`Pool::worker_metrics`](crate::Pool::worker_metrics).

@@ -60,6 +60,8 @@ impl Handle {
     /// | `pool_rejected_blocking_total` | counter | `rejected_blocking` |
     /// | `pool_accept_errors_total` | counter | `accept_errors` |
     /// | `pool_injector_depth` | gauge | `injector_depth` |
+    /// | `pool_queued_tasks` | gauge | `queued_tasks` |
+    /// | `pool_schedule_delay_seconds` | gauge | `schedule_delay` |
     /// | `pool_blocking_threads` | gauge | `blocking_threads` |
     /// | `pool_blocking_queue_depth` | gauge | `blocking_queue_depth` |
     /// | `pool_worker_busy_seconds_total{worker="i"}` | counter | [`WorkerMetrics::busy`](crate::WorkerMetrics::busy) |
@@ -181,6 +183,19 @@ impl Collector for PoolCollector {
             "Tasks waiting in the pool's shared queue",
             m.injector_depth,
         )?;
+        gauge(
+            e,
+            "pool_queued_tasks",
+            "Tasks ready to run and not yet polled",
+            m.queued_tasks,
+        )?;
+        let delay = ConstGauge::new(m.schedule_delay.as_secs_f64());
+        delay.encode(e.encode_descriptor(
+            "pool_schedule_delay",
+            "How long a task woken now would wait for a worker (smoothed)",
+            Some(&Unit::Seconds),
+            delay.metric_type(),
+        )?)?;
         gauge(
             e,
             "pool_blocking_threads",

@@ -90,6 +90,8 @@ fn the_text_carries_the_contracts_names_types_and_values() {
             ("pool_fs_blocking_ops", "counter"),
             ("pool_stalls", "counter"),
             ("pool_injector_depth", "gauge"),
+            ("pool_queued_tasks", "gauge"),
+            ("pool_schedule_delay_seconds", "gauge"),
             ("pool_blocking_threads", "gauge"),
             ("pool_blocking_queue_depth", "gauge"),
             ("pool_worker_busy_seconds", "counter"),
@@ -107,6 +109,7 @@ fn the_text_carries_the_contracts_names_types_and_values() {
         assert_eq!(s.value("pool_workers"), 2.0);
         assert_eq!(s.value("pool_tasks_spawned_total"), 10.0);
         assert_eq!(s.value("pool_tasks_alive"), 0.0);
+        assert_eq!(s.value("pool_queued_tasks"), 0.0);
         assert_eq!(s.value("pool_polls_total"), m.polls as f64);
         assert_eq!(
             s.value("pool_fs_blocking_ops_total"),

@@ -138,6 +138,18 @@ pub struct Metrics {
     /// the head of the backlog with a reset
     /// ([`TcpListener::accept`](crate::net::TcpListener::accept)).
     pub accept_errors: u64,
+    /// Tasks ready to run and not yet polled, now: a gauge. The injector's
+    /// (`injector_depth`) and every worker's own queue
+    /// ([`WorkerMetrics::local_queue_depth`]), summed.
+    pub queued_tasks: usize,
+    /// The load signal for admission control: how long a task woken now
+    /// would wait before a worker polls it. Measured on sampled tasks, from
+    /// the schedule (a wake, a yield, a spawn) to the start of the poll, and
+    /// smoothed (each sample moves it an eighth of the way); while a sample
+    /// waits longer than that, its wait so far. Zero once the pool has run
+    /// nothing for 100 ms. [`Handle::schedule_delay`](crate::Handle::schedule_delay)
+    /// reads it alone, for a check per request.
+    pub schedule_delay: Duration,
 }
 
 /// A snapshot of one worker's counters: see

@@ -7,7 +7,7 @@
 use super::metrics::{FsEngine, Metrics, WorkerMetrics};
 use super::poll_times::{self, Histogram};
 use crate::scheduler::io_driver::IoDriver;
-use crate::scheduler::registry::Registry;
+use crate::scheduler::registry::{Registry, WorkerInfo};
 use crate::scheduler::task_limit::TaskLimit;
 use crate::sleep::deadlock::DeadlockDetector;
 use std::time::Duration;
@@ -37,6 +37,8 @@ pub(crate) fn metrics(r: &Registry) -> Metrics {
         .map_or(0, DeadlockDetector::events);
     (m.blocking_threads, m.blocking_queue_depth) = r.blocking().threads_and_queue();
     m.injector_depth = r.injector_len();
+    m.queued_tasks = m.injector_depth + r.workers().iter().map(local_queue_depth).sum::<usize>();
+    m.schedule_delay = r.schedule_delay().delay();
     m.io_events = r.driver().io_events();
     m.accept_errors = r.driver().accept_errors();
     m.rejected_spawns = r.task_limit().map_or(0, TaskLimit::rejected);
@@ -79,12 +81,15 @@ pub(crate) fn worker_metrics(r: &Registry) -> Vec<WorkerMetrics> {
                 steals,
                 sleeps,
                 wakeups,
-                local_queue_depth: w.stealer.len()
-                    + usize::from(w.lifo.is_occupied())
-                    + usize::from(w.deferred.is_occupied()),
+                local_queue_depth: local_queue_depth(w),
             }
         })
         .collect()
+}
+
+/// Tasks queued on worker `w`: its deque, its LIFO slot, its deferred task.
+fn local_queue_depth(w: &WorkerInfo) -> usize {
+    w.stealer.len() + usize::from(w.lifo.is_occupied()) + usize::from(w.deferred.is_occupied())
 }
 
 /// The poll-time histogram, summed over the workers (all counts 0 unless

@@ -16,6 +16,7 @@
 //! | `coop.rs` | the cooperative budget: `budgeted` polls, `poll_proceed`, `consume_budget`, `unconstrained`; `yield_now` |
 //! | `block_on.rs` | `block_on`: poll, sleep on the thread's wake signal (`sleep/block_on_wake.rs`), repeat |
 //! | `blocking.rs` | `BlockingPool`: the threads of `spawn_blocking`, handed what they need of the pool (`BlockingPoolOwner`), and its queue bound |
+//! | `schedule_delay.rs` | `ScheduleDelay`: the load signal, a sampled task's wait from its schedule to its run, smoothed |
 //! | `task_limit.rs` | `TaskLimit`: `Builder::max_tasks`, the places of live tasks, the spawns refused |
 //! | `light_calls.rs` | `LightCalls`: the batched light calls of `pool::fs` on the blocking engine, and their drainers |
 //! | `io_driver.rs` | `IoDriver`: what the runtime needs of the I/O driver (`io/`, a floor above) |
@@ -35,6 +36,7 @@ pub(crate) mod global;
 pub(crate) mod io_driver;
 pub(crate) mod light_calls;
 pub(crate) mod registry;
+pub(crate) mod schedule_delay;
 pub(crate) mod shutdown;
 pub(crate) mod shutdown_state;
 pub(crate) mod slot;

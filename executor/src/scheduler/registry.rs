@@ -31,6 +31,7 @@ use super::config::{Config, ThreadHooks};
 use super::coop;
 use super::io_driver::Driver;
 use super::light_calls::LightCalls;
+use super::schedule_delay::ScheduleDelay;
 use super::shutdown_state::ShutdownState;
 use super::slot::TaskSlot;
 use super::task_limit::TaskLimit;
@@ -134,6 +135,9 @@ pub(crate) struct Registry {
     seeded: Option<Seeded>,
     /// `Builder::max_tasks`, if set (`task_limit.rs`).
     task_limit: Option<TaskLimit>,
+    /// The load signal: the delay between a task's wake and its poll
+    /// (`schedule_delay.rs`).
+    schedule_delay: CachePadded<ScheduleDelay>,
     /// The task table tokio-console is served from (`Builder::console`).
     #[cfg(feature = "console")]
     console: Option<crate::inspect::console::record::Console>,
@@ -323,6 +327,7 @@ impl Registry {
                 .seed
                 .map(|seed| Seeded::new(seed, config.seed_strategy, config.network.clone())),
             task_limit: config.max_tasks.map(TaskLimit::new),
+            schedule_delay: CachePadded::new(ScheduleDelay::new()),
             #[cfg(feature = "console")]
             console,
         }
@@ -338,6 +343,12 @@ impl Registry {
     #[inline]
     pub(crate) fn task_limit(&self) -> Option<&TaskLimit> {
         self.task_limit.as_ref()
+    }
+
+    /// The load signal's sampler (`schedule_delay.rs`).
+    #[inline]
+    pub(crate) fn schedule_delay(&self) -> &ScheduleDelay {
+        &self.schedule_delay
     }
 
     /// The console's task table and address, if the pool serves

@@ -407,7 +407,12 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
 /// one of the task's pool; `yielded` when the task woke itself running.
 #[inline]
 fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: bool) {
-    runnable.metadata().mark_scheduled();
+    let header = runnable.metadata();
+    header.mark_scheduled();
+    header
+        .owner()
+        .schedule_delay()
+        .scheduled(header.id().as_u64());
     match worker {
         Some(worker) => worker.schedule_local(runnable, yielded),
         None => inject(&runnable.metadata().owner_arc(), runnable),
@@ -422,6 +427,9 @@ fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: 
 fn schedule_pinned(runnable: Runnable, home: usize) {
     runnable.metadata().mark_scheduled();
     let registry = runnable.metadata().owner();
+    registry
+        .schedule_delay()
+        .scheduled(runnable.metadata().id().as_u64());
     match pool_cells::worker()
         .filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {

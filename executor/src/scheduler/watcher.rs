@@ -113,6 +113,9 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
         }
         // The clock of task ages (`task::CoarseClock`).
         clock.publish();
+        // A sample of the load signal for pools whose polls are few and
+        // long (`schedule_delay.rs`; workers ask every `ARM_EVERY` polls).
+        registry.schedule_delay().arm();
         if let Some(look) = &mut look {
             look.look(&registry);
         }
