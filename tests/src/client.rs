@@ -175,6 +175,12 @@ impl WsClient {
         Ok((head[0] & 0x0f, payload))
     }
 
+    /// The connection itself: to write a frame cut short, or to set
+    /// `SO_LINGER` before a rude close.
+    pub fn tcp(&self) -> &TcpStream {
+        self.stream.get_ref()
+    }
+
     /// Send `payload` as a binary message and read the reply frame.
     pub fn echo(&mut self, payload: &[u8]) -> io::Result<(u8, Vec<u8>)> {
         self.send(BINARY, payload)?;
