@@ -45,10 +45,12 @@ const IDLE: u64 = 0;
 const ARMED: u64 = u64::MAX;
 /// `state`: a schedule is writing its sample's time.
 const TAKING: u64 = u64::MAX - 1;
+/// `state`: a run is folding its sample into the mean.
+const ENDING: u64 = u64::MAX - 2;
 
 pub(crate) struct ScheduleDelay {
-    /// `IDLE`, `ARMED`, `TAKING`, or the id of the sampled task (task ids
-    /// start at 1 and never reach `TAKING`).
+    /// `IDLE`, `ARMED`, `TAKING`, `ENDING`, or the id of the sampled task
+    /// (task ids start at 1 and never reach `ENDING`).
     state: AtomicU64,
     /// When the sampled task was scheduled, in ns since `epoch`.
     since: AtomicU64,
@@ -97,9 +99,12 @@ impl ScheduleDelay {
 
     #[cold]
     fn take(&self, id: u64) {
+        // Acquire: `ARMED` was written by a read-modify-write in the release
+        // sequence of the last end's `IDLE`, so its mean is seen here and,
+        // through the `Release` below, by this sample's end.
         if self
             .state
-            .compare_exchange(ARMED, TAKING, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(ARMED, TAKING, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
             self.since.store(self.now(), Ordering::Relaxed);
@@ -125,10 +130,12 @@ impl ScheduleDelay {
         // sample's.
         fence(Ordering::Acquire);
         let since = self.since.load(Ordering::Relaxed);
-        // Only the winner of this exchange touches the mean: one writer.
+        // Only the winner of this exchange touches the mean, and no sample
+        // is taken until it is done (`arm` arms only from `IDLE`): one
+        // writer.
         if self
             .state
-            .compare_exchange(id, IDLE, Ordering::Relaxed, Ordering::Relaxed)
+            .compare_exchange(id, ENDING, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
         {
             let now = self.now();
@@ -142,6 +149,8 @@ impl ScheduleDelay {
             };
             self.smoothed.store(new, Ordering::Relaxed);
             self.last_end.store(now.max(1), Ordering::Relaxed);
+            // Release: the next sample's end reads this mean after it.
+            self.state.store(IDLE, Ordering::Release);
         }
     }
 
@@ -154,7 +163,7 @@ impl ScheduleDelay {
         // with its `since`.
         let state = self.state.load(Ordering::Acquire);
         let waiting = match state {
-            IDLE | ARMED | TAKING => 0,
+            IDLE | ARMED | TAKING | ENDING => 0,
             _ => now.saturating_sub(self.since.load(Ordering::Relaxed)),
         };
         let last_end = self.last_end.load(Ordering::Relaxed);
