@@ -88,12 +88,13 @@ impl ScheduleDelay {
         }
     }
 
-    /// The task `id` was handed to a queue: take the sample if armed.
+    /// A task was handed to a queue: take the sample if armed (`id`, the
+    /// task's id, is asked for only then).
     #[inline]
-    pub(crate) fn scheduled(&self, id: u64) {
+    pub(crate) fn scheduled(&self, id: impl FnOnce() -> u64) {
         // Relaxed: the compare-exchange below decides who takes it.
         if self.state.load(Ordering::Relaxed) == ARMED {
-            self.take(id);
+            self.take(id());
         }
     }
 
@@ -183,11 +184,11 @@ mod tests {
     #[test]
     fn a_sample_is_taken_only_when_armed_and_ended_by_its_own_task() {
         let d = ScheduleDelay::new();
-        d.scheduled(5);
+        d.scheduled(|| 5);
         assert_eq!(d.state.load(Ordering::Relaxed), IDLE, "not armed");
         d.arm();
-        d.scheduled(5);
-        d.scheduled(6); // a second schedule does not replace it
+        d.scheduled(|| 5);
+        d.scheduled(|| 6); // a second schedule does not replace it
         assert_eq!(d.state.load(Ordering::Relaxed), 5);
         d.arm(); // one sample at a time
         assert_eq!(d.state.load(Ordering::Relaxed), 5);
@@ -201,7 +202,7 @@ mod tests {
         assert!(first >= Duration::from_millis(20), "{first:?}");
         // A quick sample moves the mean an eighth of the way.
         d.arm();
-        d.scheduled(7);
+        d.scheduled(|| 7);
         d.ran(7);
         let second = d.delay();
         assert!(second < first && second > first * 3 / 4, "{second:?}");
@@ -212,7 +213,7 @@ mod tests {
         let d = ScheduleDelay::new();
         assert_eq!(d.delay(), Duration::ZERO);
         assert_eq!(d.state.load(Ordering::Relaxed), ARMED, "a read arms");
-        d.scheduled(1);
+        d.scheduled(|| 1);
         std::thread::sleep(Duration::from_millis(2));
         d.ran(1);
         assert!(d.delay() > Duration::ZERO);

@@ -409,13 +409,19 @@ fn schedule_task(runnable: Runnable, info: ScheduleInfo) {
 fn schedule_task_on(runnable: Runnable, worker: Option<&WorkerThread>, yielded: bool) {
     let header = runnable.metadata();
     header.mark_scheduled();
-    header
-        .owner()
-        .schedule_delay()
-        .scheduled(header.id().as_u64());
+    // The load signal's sampler (`schedule_delay.rs`): the id is read only
+    // when it is armed.
+    let sampled = || header.id().as_u64();
     match worker {
-        Some(worker) => worker.schedule_local(runnable, yielded),
-        None => inject(&runnable.metadata().owner_arc(), runnable),
+        Some(worker) => {
+            worker.registry().schedule_delay().scheduled(sampled);
+            worker.schedule_local(runnable, yielded)
+        }
+        None => {
+            let registry = header.owner_arc();
+            registry.schedule_delay().scheduled(sampled);
+            inject(&registry, runnable)
+        }
     }
 }
 
@@ -429,7 +435,7 @@ fn schedule_pinned(runnable: Runnable, home: usize) {
     let registry = runnable.metadata().owner();
     registry
         .schedule_delay()
-        .scheduled(runnable.metadata().id().as_u64());
+        .scheduled(|| runnable.metadata().id().as_u64());
     match pool_cells::worker()
         .filter(|w| w.index() == home && std::ptr::eq(&**w.registry(), registry))
     {
