@@ -113,8 +113,8 @@ pub(crate) fn run(registry: Arc<Registry>, mut look: Option<Box<dyn Look>>) {
         }
         // The clock of task ages (`task::CoarseClock`).
         clock.publish();
-        // A sample of the load signal for pools whose polls are few and
-        // long (`schedule_delay.rs`; workers ask every `ARM_EVERY` polls).
+        // A sample of the load signal while the pool is busy
+        // (`schedule_delay.rs`).
         registry.schedule_delay().arm();
         if let Some(look) = &mut look {
             look.look(&registry);

@@ -47,7 +47,6 @@ use crate::join::job_ref::JobRef;
 use crate::join::worker_jobs::WorkerJobs;
 use crate::scheduler::coop;
 use crate::scheduler::registry::{Registry, WorkerInfo};
-use crate::scheduler::schedule_delay::ARM_EVERY;
 use crate::task::future::cancel;
 use crate::task::header::Runnable;
 use crate::task::header::TaskHeader;
@@ -60,7 +59,6 @@ use crate::tokio_compat::worker_runtime::WorkerRuntime;
 use crossbeam_deque::Worker;
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -499,12 +497,8 @@ impl WorkerThread {
         let stats = self.stats();
         let outer = stats.begin_poll(id);
         // The load signal (`scheduler/schedule_delay.rs`): end the sample
-        // if it is this task's, and ask for one every `ARM_EVERY` polls.
-        let delay = self.registry.schedule_delay();
-        delay.ran(id.as_u64());
-        if stats.polls.load(Ordering::Relaxed) % ARM_EVERY == 0 {
-            delay.arm();
-        }
+        // if it is this task's.
+        self.registry.schedule_delay().ran(id.as_u64());
         let outer_task = self
             .polling
             .replace(Some(NonNull::from(runnable.metadata())));
