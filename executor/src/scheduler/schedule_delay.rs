@@ -21,7 +21,7 @@
 //!
 //! The hot paths pay a load and a compare each: a schedule reads whether the
 //! sampler is armed, a run whether its task is the sampled one (callgrind:
-//! 5 instructions a schedule and 6 a run, on `yield_many`). Clock reads
+//! 5 instructions a schedule and 4 a run, on `yield_many`). Clock reads
 //! and stores happen once a sample: at most one a `REARM_OVER` under load.
 //!
 //! The signal answers "how long would a task woken now wait?": the smoothed
