@@ -186,8 +186,9 @@ fn client(addr: SocketAddr, n: usize) {
 }
 
 /// The flood of a client process against `addr`, whose server (`name` in
-/// what is printed) already served one request.
-fn flood(addr: SocketAddr, n: usize, name: &str) -> Emfile {
+/// what is printed) already served one request; with the descriptor table
+/// full if `full` (else the same flood served normally, for comparison).
+fn flood(addr: SocketAddr, n: usize, name: &str, full: bool) -> Emfile {
     use std::process::{Command, Stdio};
     // The client process and its pipes, before the table fills.
     let mut child = Command::new(std::env::current_exe().unwrap())
@@ -196,7 +197,11 @@ fn flood(addr: SocketAddr, n: usize, name: &str) -> Emfile {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let hogs = tests::use_up_descriptors(4096);
+    let hogs = if full {
+        tests::use_up_descriptors(4096)
+    } else {
+        Vec::new()
+    };
     let cpu = process_cpu_time();
     let idle_start = Instant::now();
     std::thread::sleep(Duration::from_secs(1));
@@ -233,7 +238,7 @@ fn flood(addr: SocketAddr, n: usize, name: &str) -> Emfile {
     }
 }
 
-fn emfile_pool(n: usize) -> Emfile {
+fn emfile_pool(n: usize, full: bool) -> Emfile {
     use hyper::body::Incoming;
     let p = pool::Builder::new().worker_threads(2).build().unwrap();
     let listener = p
@@ -248,7 +253,7 @@ fn emfile_pool(n: usize) -> Emfile {
     while p.metrics().alive_tasks > 1 {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let result = flood(addr, n, "pool");
+    let result = flood(addr, n, "pool", full);
     eprintln!("pool: accept_errors = {}", p.metrics().accept_errors);
     result
 }
@@ -268,7 +273,7 @@ fn emfile_tokio(n: usize) -> Emfile {
     assert_eq!(connect_once(addr).0, Answer::Reply);
     // Let the served connection's task close its socket.
     std::thread::sleep(Duration::from_millis(100));
-    flood(addr, n, "tokio")
+    flood(addr, n, "tokio", true)
 }
 
 fn main() {
@@ -279,9 +284,17 @@ fn main() {
         }
     }
     let quick = args.iter().any(|a| a == "--quick");
-    if let Some(bad) = args.iter().find(|a| *a != "--quick") {
-        eprintln!("overload: unknown option {bad:?}\nusage: overload [--quick]");
-        std::process::exit(2);
+    // `--emfile N`: the accept part alone, N connections to pool's server
+    // (to profile it: `perf record -g target/release/overload --emfile 2000`).
+    let emfile_only = match &args[..] {
+        [flag, n] if flag == "--emfile" => n.parse::<usize>().ok().filter(|&n| n > 0),
+        _ => None,
+    };
+    if emfile_only.is_none() {
+        if let Some(bad) = args.iter().find(|a| *a != "--quick") {
+            eprintln!("overload: unknown option {bad:?}\nusage: overload [--quick | --emfile N]");
+            std::process::exit(2);
+        }
     }
     let keep_alive = if quick {
         Duration::from_secs(1)
@@ -289,6 +302,16 @@ fn main() {
         Duration::from_secs(10)
     };
     println!("machine: {}, {} CPUs", benches::cpu_model(), num_cpus());
+    if let Some(n) = emfile_only {
+        for (table, full) in [("full", true), ("free", false)] {
+            let e = emfile_pool(n, full);
+            println!(
+                "pool::hyper::serve, table {table}: {} of {} answered; {:.2} / {:.2} ms; {:.0} us of CPU a connection; {:.1}% of a core",
+                e.answered, e.tried, e.median_ms, e.max_ms, e.cpu_per_conn_us, e.flood_cpu_pct
+            );
+        }
+        return;
+    }
     println!(
         "\n### Blocking burst: {BURST} closures of {JOB:?}, keep-alive {keep_alive:?} on both\n"
     );
@@ -310,7 +333,7 @@ fn main() {
     );
     println!("|---|--:|--:|--:|--:|--:|--:|");
     for (name, e) in [
-        ("pool::hyper::serve", emfile_pool(n_pool)),
+        ("pool::hyper::serve", emfile_pool(n_pool, true)),
         ("axum::serve on tokio", emfile_tokio(n_tokio)),
     ] {
         println!(

@@ -9,11 +9,13 @@
 //!   it was accepted) is skipped. Running out of a resource does not end
 //!   the server. Out of descriptors (`EMFILE`, `ENFILE`), pool's listener
 //!   has already answered the oldest pending connection with a reset
-//!   through its spare descriptor (`net/spare_fd.rs`): the loop waits 1 ms
-//!   and accepts again, so the next pending connection is answered or
-//!   served within milliseconds, and serving resumes as soon as open
-//!   connections free descriptors; with nothing pending the accept waits,
-//!   it does not spin. Out of memory (`ENOMEM`, `ENOBUFS`) it waits 1 ms at
+//!   through its spare descriptor (`net/spare_fd.rs`), and the loop accepts
+//!   again at once: each such accept answers one more pending connection,
+//!   or finds none and waits for the next, so it cannot spin. A listener
+//!   without its spare (lost to another thread, or not pool's) answers no
+//!   one and stays readable: then the loop waits 1 ms between tries. So
+//!   every pending connection is answered or served within milliseconds,
+//!   and serving resumes as soon as open connections free descriptors. Out of memory (`ENOMEM`, `ENOBUFS`) it waits 1 ms at
 //!   first, doubling up to 1 s. Either is written to stderr at most once a
 //!   second (`AcceptErrorLog`), with the count since the last line. Any
 //!   other error ends `serve` with that error.
@@ -74,6 +76,15 @@ pub trait Listener: Send + Sync + 'static {
 
     /// Set `TCP_NODELAY` on `io`, where it applies (not on Unix sockets).
     fn set_nodelay(io: &Self::Io, on: bool) -> io::Result<()>;
+
+    /// Does an accept that fails for want of descriptors answer a pending
+    /// connection (pool's listeners, while they hold their spare)? Then
+    /// [`serve`] accepts again at once; else it waits 1 ms first, so as not
+    /// to spin on a listener that stays readable.
+    #[doc(hidden)]
+    fn answers_at_emfile(&self) -> bool {
+        false
+    }
 }
 
 impl Listener for TcpListener {
@@ -96,6 +107,10 @@ impl Listener for TcpListener {
     fn set_nodelay(io: &TcpStream, on: bool) -> io::Result<()> {
         io.set_nodelay(on)
     }
+
+    fn answers_at_emfile(&self) -> bool {
+        TcpListener::answers_at_emfile(self)
+    }
 }
 
 impl Listener for UnixListener {
@@ -117,6 +132,10 @@ impl Listener for UnixListener {
 
     fn set_nodelay(_: &UnixStream, _: bool) -> io::Result<()> {
         Ok(())
+    }
+
+    fn answers_at_emfile(&self) -> bool {
+        UnixListener::answers_at_emfile(self)
     }
 }
 
@@ -407,6 +426,9 @@ where
             Some(Err(e)) if out_of_resources(&e) => {
                 let descriptors = is_out_of_descriptors(&e);
                 error_log.note(&e, descriptors);
+                if descriptors && listener.answers_at_emfile() {
+                    continue;
+                }
                 let wait_for = if descriptors { FIRST_BACKOFF } else { backoff };
                 // Keep the shutdown signal heard while waiting.
                 let wait = pin!(crate::time::sleep(wait_for));

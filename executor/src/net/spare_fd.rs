@@ -69,6 +69,14 @@ impl SpareFd {
         }
     }
 
+    /// Does it hold its spare? Then an accept at `EMFILE` answers a pending
+    /// connection or finds none (`WouldBlock`): an accept loop may retry at
+    /// once without spinning. Without it, the error answers no one.
+    #[cfg(feature = "hyper")]
+    pub(crate) fn is_held(&self) -> bool {
+        self.fd.lock().is_some()
+    }
+
     /// The three steps; true if nothing was pending (then nothing is
     /// counted). `count` is called before the head's client can see its
     /// answer, and when there is no spare to answer with.

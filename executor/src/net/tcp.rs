@@ -137,6 +137,16 @@ impl TcpListener {
         Poll::Ready(TcpStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
+    /// Would an accept at `EMFILE` answer a pending connection (its spare
+    /// descriptor is held; a simulated listener never runs out)?
+    #[cfg(feature = "hyper")]
+    pub(crate) fn answers_at_emfile(&self) -> bool {
+        match &self.io {
+            ListenerIo::Os(_, spare) => spare.is_held(),
+            ListenerIo::Sim(_) => true,
+        }
+    }
+
     /// The local address this listener is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         match &self.io {

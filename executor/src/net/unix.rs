@@ -147,6 +147,13 @@ impl UnixListener {
         Poll::Ready(UnixStream::from_mio(stream, at).map(|s| (s, addr)))
     }
 
+    /// Would an accept at `EMFILE` answer a pending connection (its spare
+    /// descriptor is held)?
+    #[cfg(feature = "hyper")]
+    pub(crate) fn answers_at_emfile(&self) -> bool {
+        self.spare.is_held()
+    }
+
     /// The address this listener is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.source().local_addr()
