@@ -688,27 +688,9 @@ impl Default for Builder {
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.config;
         let mut d = f.debug_struct("Builder");
-        d.field("worker_threads", &c.worker_threads)
-            .field("thread_name", &c.thread_name())
-            .field("stack_size", &c.stack_size)
-            .field("on_thread_start", &c.blocking.hooks.start.is_some())
-            .field("on_thread_stop", &c.blocking.hooks.stop.is_some())
-            .field("deadlock_handler", &c.deadlock_handler.is_some())
-            .field("max_blocking_threads", &c.blocking.max_threads)
-            .field("max_blocking_queue", &c.blocking.max_queue)
-            .field("max_tasks", &c.max_tasks)
-            .field("blocking_keep_alive", &c.blocking.keep_alive)
-            .field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
-            .field("trace", &c.trace)
-            .field("poll_time_histogram", &c.poll_time_histogram)
-            .field("start_paused", &c.start_paused)
-            .field("seed", &c.seed)
-            .field("seed_strategy", &c.seed_strategy)
-            .field("io_uring", &c.io_uring);
-        #[cfg(feature = "console")]
-        d.field("console", &c.console);
-        d.finish()
+        self.config.debug_settings(&mut d);
+        d.field("on_stall", &self.stall.as_ref().map(|s| s.threshold))
+            .finish()
     }
 }

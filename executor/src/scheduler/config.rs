@@ -127,6 +127,28 @@ pub(crate) struct Config {
 }
 
 impl Config {
+    /// Each setting under its `Builder` setter's name (`Builder`'s `Debug`).
+    pub(crate) fn debug_settings(&self, d: &mut fmt::DebugStruct<'_, '_>) {
+        d.field("worker_threads", &self.worker_threads)
+            .field("thread_name", &self.thread_name())
+            .field("stack_size", &self.stack_size)
+            .field("on_thread_start", &self.blocking.hooks.start.is_some())
+            .field("on_thread_stop", &self.blocking.hooks.stop.is_some())
+            .field("deadlock_handler", &self.deadlock_handler.is_some())
+            .field("max_blocking_threads", &self.blocking.max_threads)
+            .field("max_blocking_queue", &self.blocking.max_queue)
+            .field("max_tasks", &self.max_tasks)
+            .field("blocking_keep_alive", &self.blocking.keep_alive)
+            .field("trace", &self.trace)
+            .field("poll_time_histogram", &self.poll_time_histogram)
+            .field("start_paused", &self.start_paused)
+            .field("seed", &self.seed)
+            .field("seed_strategy", &self.seed_strategy)
+            .field("io_uring", &self.io_uring);
+        #[cfg(feature = "console")]
+        d.field("console", &self.console);
+    }
+
     /// Every setting at its default.
     pub(crate) fn new() -> Config {
         Config {
