@@ -318,3 +318,25 @@ pub fn use_up_descriptors(limit: u64) -> Vec<std::fs::File> {
         }
     }
 }
+
+/// Make closing `socket` send a reset (`SO_LINGER` on, timeout 0): a rude
+/// close, for tests and soaks of what a peer's reset does.
+pub fn reset_on_close(socket: &impl std::os::fd::AsRawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt reads `size_of::<linger>()` bytes from `linger`,
+    // which lives across the call; the descriptor is the caller's open
+    // socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt(SO_LINGER)");
+}

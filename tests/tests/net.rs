@@ -157,22 +157,7 @@ fn a_peer_reset_comes_through_as_connection_reset() {
                 unsafe { std::net::TcpStream::from_raw_fd(libc::dup(server.as_raw_fd())) }
             };
             drop(server);
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            // SAFETY: setsockopt reads `linger`, of the size we pass.
-            let rc = unsafe {
-                use std::os::fd::AsRawFd;
-                libc::setsockopt(
-                    std_server.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&linger as *const libc::linger).cast(),
-                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(rc, 0);
+            tests::reset_on_close(&std_server);
             drop(std_server);
             let mut buf = [0; 8];
             let err = client.read(&mut buf).await.unwrap_err();

@@ -30,7 +30,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -195,25 +194,6 @@ impl Tally {
     }
 }
 
-/// Close with a reset: `SO_LINGER` on with a zero timeout, then drop.
-fn rude_close(s: &TcpStream) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: setsockopt reads `size_of::<linger>()` bytes from `linger`,
-    // which lives across the call; the descriptor is the open socket `s`.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
-}
-
 /// One WebSocket's life, number `i` of a client: the outcome's kind.
 fn ws_cycle(addr: &str, i: u64) -> Result<&'static str, String> {
     let mut ws = WsClient::connect(addr, "/ws").map_err(|e| format!("connect: {}", e.kind()))?;
@@ -250,7 +230,7 @@ fn ws_cycle(addr: &str, i: u64) -> Result<&'static str, String> {
             Ok("dropped mid-frame")
         }
         _ => {
-            rude_close(ws.tcp());
+            tests::reset_on_close(ws.tcp());
             Ok("rude close")
         }
     }

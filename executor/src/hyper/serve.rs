@@ -15,7 +15,8 @@
 //!   without its spare (lost to another thread, or not pool's) answers no
 //!   one and stays readable: then the loop waits 1 ms between tries. So
 //!   every pending connection is answered or served within milliseconds,
-//!   and serving resumes as soon as open connections free descriptors. Out of memory (`ENOMEM`, `ENOBUFS`) it waits 1 ms at
+//!   and serving resumes as soon as open connections free descriptors.
+//!   Out of memory (`ENOMEM`, `ENOBUFS`) it waits 1 ms at
 //!   first, doubling up to 1 s. Either is written to stderr at most once a
 //!   second (`AcceptErrorLog`), with the count since the last line. Any
 //!   other error ends `serve` with that error.

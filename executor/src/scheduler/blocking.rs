@@ -255,6 +255,7 @@ impl BlockingPool {
 
     /// The body of one blocking thread.
     fn run_thread(&self, sleep: &SleepManager, id: usize) {
+        let me = thread::current().id();
         let mut st = self.state.lock();
         'work: loop {
             while !st.shutdown {
@@ -264,7 +265,6 @@ impl BlockingPool {
                 drop(st);
                 run_one(runnable, sleep);
                 st = self.state.lock();
-                let me = thread::current().id();
                 if let Some(at) = st.returning.iter().position(|t| *t == me) {
                     st.returning.swap_remove(at);
                 }
