@@ -268,6 +268,13 @@ pub fn task_tree_of<E: Exec>(e: &E, tasks: u64) -> u64 {
     e.run(tree_node::<E>(1, tasks, iters))
 }
 
+/// task_tree's 100 000 tasks without their CPU work: the tree's spawns,
+/// polls and joins alone, for counting instructions (the spin's are the
+/// same on every executor, and its length is calibrated per run).
+pub fn task_tree_bare<E: Exec>(e: &E) -> u64 {
+    e.run(tree_node::<E>(1, TREE_TASKS, 0))
+}
+
 /// spawn_many_local with `tasks` tasks (for the scale mode).
 pub fn spawn_many_local_of<E: Exec>(e: &E, tasks: u64) -> u64 {
     e.run(async move {
@@ -608,6 +615,7 @@ pub fn expected(workload: &str) -> Option<u64> {
         "fork_join" => fib_seq(FIB_N),
         "quicksort" => sort_data().iter().fold(0u64, |s, x| s.wrapping_add(*x)),
         "task_tree" => tree_checksum(TREE_TASKS),
+        "task_tree_bare" => tree_checksum_of(TREE_TASKS, 0),
         "bursty" => {
             let iters = work_iters(BURST_TASK_WORK);
             (0..BURSTS * BURST_TASKS).fold(0u64, |s, i| s.wrapping_add(spin(iters, i)))
@@ -618,6 +626,11 @@ pub fn expected(workload: &str) -> Option<u64> {
 
 /// The task_tree checksum of a tree of `tasks` tasks, sequentially.
 pub fn tree_checksum(tasks: u64) -> u64 {
+    tree_checksum_of(tasks, work_iters(TREE_TASK_WORK))
+}
+
+/// The checksum of a tree of `tasks` tasks of `iters` spins each.
+fn tree_checksum_of(tasks: u64, iters: u64) -> u64 {
     fn node(id: u64, size: u64, iters: u64) -> u64 {
         let mut acc = spin(iters, id);
         for (child, child_size) in children(id, size - 1) {
@@ -625,7 +638,7 @@ pub fn tree_checksum(tasks: u64) -> u64 {
         }
         acc
     }
-    node(1, tasks, work_iters(TREE_TASK_WORK))
+    node(1, tasks, iters)
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! ```
 //!
 //! EXEC is pool, tokio or async-executor; WORKLOAD is spawn_many_local,
-//! spawn_many_remote, chained_spawn, yield_many or task_tree. Unlike
+//! spawn_many_remote, chained_spawn, yield_many, ping_pong, task_tree or
+//! task_tree_bare (its tasks without their spin; `task_ir` counts its
+//! instructions under callgrind). Unlike
 //! `compare`, the runtime is started once, so its threads' start and stop
 //! are not in the profile; `--fresh` starts one per repetition and lets it
 //! settle before the clock starts, as `compare` does, for what a new
@@ -26,12 +28,14 @@ use std::time::{Duration, Instant};
 const SETTLE: Duration = Duration::from_millis(10);
 
 const EXECS: [&str; 3] = ["pool", "tokio", "async-executor"];
-const WORKLOADS: [&str; 5] = [
+const WORKLOADS: [&str; 7] = [
     "spawn_many_local",
     "spawn_many_remote",
     "chained_spawn",
     "yield_many",
+    "ping_pong",
     "task_tree",
+    "task_tree_bare",
 ];
 
 fn usage(problem: &str) -> ! {
@@ -53,7 +57,9 @@ fn run<E: Exec>(workload: &str, workers: usize, reps: u64, fresh: bool) -> (f64,
         "spawn_many_remote" => w::spawn_many_remote::<E>,
         "chained_spawn" => w::chained_spawn::<E>,
         "yield_many" => w::yield_many::<E>,
+        "ping_pong" => w::ping_pong::<E>,
         "task_tree" => w::task_tree::<E>,
+        "task_tree_bare" => w::task_tree_bare::<E>,
         other => usage(&format!("unknown workload {other:?}")),
     };
     // Once, outside the timed and profiled repetitions (task_tree's is
