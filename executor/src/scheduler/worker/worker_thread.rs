@@ -75,6 +75,10 @@ pub(crate) struct WorkerThread {
     pub(super) jobs: WorkerJobs,
     pub(super) index: usize,
     pub(super) registry: Arc<Registry>,
+    /// `registry.workers()[index]`, read on every schedule, run and
+    /// count: a pointer saves the slice's load and bounds check each time
+    /// (`info`).
+    info: NonNull<WorkerInfo>,
     pub(super) rng: XorShift64Star,
     /// Searches so far, for `INJECTOR_INTERVAL`.
     pub(super) tick: Cell<u32>,
@@ -144,7 +148,9 @@ impl WorkerThread {
         // worker, and `self.registry` keeps the registry alive as long as
         // `self`.
         let jobs = unsafe { WorkerJobs::new(jobs, &registry.workers()[index].wants_jobs) };
+        let info = NonNull::from(&registry.workers()[index]);
         WorkerThread {
+            info,
             worker,
             jobs,
             index,
@@ -258,7 +264,11 @@ impl WorkerThread {
     /// This worker's state that other threads reach.
     #[inline]
     pub(super) fn info(&self) -> &WorkerInfo {
-        &self.registry.workers()[self.index]
+        // SAFETY: `info` points into the registry's `workers`, a boxed
+        // slice made once when the registry is built and never moved or
+        // replaced; `self.registry` keeps the registry alive as long as
+        // `self`, and nothing takes a `&mut` to a `WorkerInfo`.
+        unsafe { self.info.as_ref() }
     }
 
     /// The schedule function, on this worker's own thread; `yielded` when
