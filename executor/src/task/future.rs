@@ -90,14 +90,15 @@ impl<F: Future> Future for TaskFuture<'_, F> {
         let header = self.registration.header;
         // A task polled after shutdown closed the table of live tasks
         // ends as cancelled: nothing would wake it again (`is_closed`).
-        if header.is_done() || header.is_aborted() || header.owner().live_tasks().is_closed() {
+        // So does one whose future is gone or that was aborted
+        // (`begin_poll` says no, and counts no poll).
+        if header.owner().live_tasks().is_closed() || !header.begin_poll() {
             return Poll::Ready(Err(match self.drop_future() {
                 Some(payload) => panicked(header, payload),
                 None if header.is_rejected() => JoinError::rejected(),
                 None => JoinError::cancelled(),
             }));
         }
-        header.begin_poll();
         let future = self.as_mut().project().future;
         // SAFETY: structural pinning through `ManuallyDrop`: the future is
         // never moved out, and dropped in place (`drop_future`).

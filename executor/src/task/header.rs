@@ -263,6 +263,7 @@ impl TaskHeader {
         }
     }
 
+    #[inline]
     pub(super) fn is_aborted(&self) -> bool {
         self.state.load(Ordering::Acquire) & ABORTED != 0
     }
@@ -330,6 +331,7 @@ impl TaskHeader {
     }
 
     /// The future is gone: it completed, panicked or was cancelled.
+    #[inline]
     pub(super) fn is_done(&self) -> bool {
         self.activity.load(Ordering::Relaxed) & DONE != 0
     }
@@ -384,10 +386,16 @@ impl TaskHeader {
         self.activity.store(a | SCHEDULED, Ordering::Relaxed);
     }
 
-    /// A poll begins: no longer queued, one poll more.
+    /// A poll begins: no longer queued, one poll more; or, if the future
+    /// is gone (`is_done`) or the task aborted, false and nothing changes:
+    /// it must not be polled. (One load of `activity` serves the check
+    /// and the count.)
     #[inline]
-    pub(super) fn begin_poll(&self) {
+    pub(super) fn begin_poll(&self) -> bool {
         let a = self.activity.load(Ordering::Relaxed);
+        if a & DONE != 0 || self.is_aborted() {
+            return false;
+        }
         let polls = if a >> POLL_SHIFT == POLLS_MAX {
             0
         } else {
@@ -395,6 +403,7 @@ impl TaskHeader {
         };
         self.activity
             .store((a & !SCHEDULED) + polls, Ordering::Relaxed);
+        true
     }
 
     /// Queued (scheduled and not yet polled again), and polls so far (they

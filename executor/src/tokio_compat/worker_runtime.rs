@@ -62,6 +62,10 @@ pub(crate) struct WorkerRuntime {
     handover: Rc<Handover>,
     /// Every worker's runtime (this one's at `index`).
     peers: Arc<[Peer]>,
+    /// This runtime's metrics (`peers[index]`'s), read after every pool
+    /// task of a busy period (`turn_wanted`): kept here, no index and
+    /// bounds check each time.
+    metrics: tokio::runtime::RuntimeMetrics,
     /// The peer whose context this worker's pool tasks are polled in, if
     /// not its own (`balance`, `enter_elsewhere`).
     elsewhere: Cell<Option<usize>>,
@@ -120,6 +124,7 @@ impl WorkerRuntime {
             alive_at_step: Cell::new(0),
             queued_here: Cell::new(false),
             handover,
+            metrics: peers[index].metrics.clone(),
             peers,
             elsewhere: Cell::new(None),
             next_peer: Cell::new(index),
@@ -133,7 +138,7 @@ impl WorkerRuntime {
     /// alive, its busy time.
     #[inline]
     fn metrics(&self) -> &tokio::runtime::RuntimeMetrics {
-        &self.peers[self.index].metrics
+        &self.metrics
     }
 
     /// This runtime's tokio tasks alive, its runner not counted.
