@@ -72,6 +72,7 @@ where
 }
 
 /// `try_spawn`, as if called at `at`, named `name` if it has one.
+#[inline]
 pub(crate) fn try_spawn_at<F>(
     future: F,
     at: &'static Location<'static>,
@@ -89,6 +90,7 @@ where
 /// `spawn`, as if called at `at` (where a task that pool spawns for the
 /// user was asked for: a `pool::hyper::serve` call for its connections),
 /// named `name` if it has one (`task::Builder::spawn`).
+#[inline]
 pub(crate) fn spawn_at<F>(
     future: F,
     at: &'static Location<'static>,
