@@ -8,20 +8,23 @@
 //! target/release/task_ir [--only W,..] [--execs E,..] [--top N] [--quick] [--keep DIR]
 //! ```
 //!
-//! A count is the same on every run of the same build, where this
-//! machine's timings move 10-30% between runs: a change of a few
-//! instructions a task shows. Each workload runs twice under callgrind, R
-//! and 3R repetitions on one runtime, and the difference is divided by the
-//! 2R repetitions' tasks (yields for yield_many, messages for ping_pong), so
-//! the process's start, the runtime's start and stop and the checksum
-//! cancel out. What stays is what a task costs in the steady state, every
-//! thread counted (pool's watcher too). The functions are callgrind's own
-//! (exclusive) counts, differenced the same way. Instructions are not time:
-//! an atomic or a cache miss costs more than one; read `compare` beside it.
+//! A count moves about 1% between runs of the same build (the threads'
+//! timing: how often a worker searches, sleeps and wakes), where this
+//! machine's timings move 10-30%: a change of a few instructions a task
+//! shows. Each workload runs twice under callgrind, R and 3R repetitions on
+//! one runtime, and the difference is divided by the 2R repetitions' tasks
+//! (yields for yield_many, messages for ping_pong), so the process's start,
+//! the runtime's start and stop and the checksum cancel out. What stays is
+//! what a task costs in the steady state, every thread counted (pool's
+//! watcher too). The functions are callgrind's own (exclusive) counts,
+//! differenced the same way. Instructions are not time: an atomic or a
+//! cache miss costs more than one; read `compare` beside it.
 //!
-//! `--quick` (CI's smoke run) takes R = 1 for every workload (10 for
-//! chained_spawn): the same table, with more of the threads' timing in it.
-//! Needs valgrind (Debian: apt-get install valgrind).
+//! `--keep DIR` keeps the callgrind files there (for `callgrind_annotate`);
+//! else they are removed. `--quick` (CI's smoke run) takes R = 1 for every
+//! workload (10 for chained_spawn): the same table, with more of the
+//! threads' timing in it (2-3% from the full run's). Needs valgrind
+//! (Debian: apt-get install valgrind).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -198,6 +201,7 @@ fn main() {
             task_cost.display()
         ));
     }
+    let kept = keep.is_some();
     let dir = keep
         .unwrap_or_else(|| std::env::temp_dir().join(format!("task_ir.{}", std::process::id())));
     std::fs::create_dir_all(&dir)
@@ -273,5 +277,10 @@ fn main() {
             println!("{n:>10.1}  {function}");
         }
     }
-    println!("\ncallgrind data: {}", dir.display());
+    if kept {
+        println!("\ncallgrind data: {}", dir.display());
+    } else {
+        // A few megabytes of profiles: kept only when asked (`--keep`).
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
