@@ -1,6 +1,7 @@
-//! Load from outside a server process, shared by `http_load` and
-//! `reference`: wrk runs, round trips from client threads of our own, and
-//! the CPU time of each of the server's threads read from `/proc`.
+//! Load from outside a server process, shared by `http_load`, `reference`
+//! and `overload`: wrk runs, round trips from client threads of our own,
+//! the CPU time of each of the server's threads read from `/proc`, and the
+//! most threads a process had while something ran.
 
 use crate::percentile;
 use std::collections::BTreeMap;
@@ -138,6 +139,37 @@ pub fn thread_ticks(pid: u32) -> BTreeMap<u64, (String, u64)> {
         out.insert(tid, (name, ticks));
     }
     out
+}
+
+/// Threads of process `pid` now (`/proc/PID/task`; 0 if it is gone).
+pub fn thread_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+}
+
+/// Run `run` while a sampler thread reads `threads()` every millisecond:
+/// `run`'s result and the most it read (the sampler itself not counted
+/// when `threads` counts this process).
+pub fn peak_while<T>(
+    threads: impl Fn() -> usize + Send + 'static,
+    run: impl FnOnce() -> T,
+) -> (T, usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut most = threads();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+                most = most.max(threads());
+            }
+            most
+        })
+    };
+    let out = run();
+    stop.store(true, Ordering::Relaxed);
+    (out, sampler.join().expect("the thread sampler panicked"))
 }
 
 /// CPU milliseconds each thread of `after` used since `before`, with its

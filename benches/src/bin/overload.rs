@@ -38,24 +38,12 @@ struct Burst {
     after_keep_alive: usize,
 }
 
-/// Sample `threads()` every millisecond while `run` runs; the maximum.
+/// The most threads of this process while `run` runs (sampled every
+/// millisecond), the sampler not counted.
 fn peak_while(run: impl FnOnce()) -> usize {
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut most = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                most = most.max(threads());
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            most
-        })
-    };
-    run();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let ((), most) = benches::load::peak_while(threads, run);
     // The sampler itself is one thread more than the runtime's.
-    sampler.join().unwrap().saturating_sub(1)
+    most.saturating_sub(1)
 }
 
 fn after(base: usize, keep_alive: Duration, peak: usize) -> Burst {

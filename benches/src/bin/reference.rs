@@ -22,10 +22,15 @@
 //! the medians over rounds of requests (or echoes) per second and its ratio
 //! to tokio, p50 and p99 latency, the server's CPU per request, and the
 //! server's CPU by thread name (in % of one core; threads of one name
-//! summed), which says where the work ran.
+//! summed), which says where the work ran, and the most threads the server
+//! had during the route's rounds (sampled every millisecond; tokio's
+//! blocking threads stay 10 s idle, so a later round starts with an
+//! earlier one's).
 
 use benches::args::{names, positive};
-use benches::load::{client_load, thread_cpu_ms, thread_ticks, wrk, Load};
+use benches::load::{
+    client_load, peak_while, thread_count, thread_cpu_ms, thread_ticks, wrk, Load,
+};
 use benches::median;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -123,24 +128,33 @@ struct Run {
     cpu_per_req_us: f64,
     /// CPU by thread name, in % of one core.
     by_thread: BTreeMap<String, f64>,
+    /// The most threads the server had during the run (sampled every
+    /// millisecond): its blocking threads for the route's load.
+    peak_threads: usize,
 }
 
 fn run_once(server: &ListeningServer, route: &str, path: &str, args: &Args) -> Run {
     let addr = server.addr.as_str();
     let before = thread_ticks(server.pid());
-    let load = if route == "ws" {
-        client_load(
-            args.connections,
-            args.secs,
-            || WsClient::connect(addr, path).expect("WebSocket handshake"),
-            |ws| {
-                let (_, reply) = ws.echo(&WS_MESSAGE).expect("WebSocket echo");
-                assert_eq!(reply, WS_MESSAGE, "the echo differs");
-            },
-        )
-    } else {
-        wrk(addr, path, args.connections, args.secs)
-    };
+    let pid = server.pid();
+    let (load, peak_threads) = peak_while(
+        move || thread_count(pid),
+        || {
+            if route == "ws" {
+                client_load(
+                    args.connections,
+                    args.secs,
+                    || WsClient::connect(addr, path).expect("WebSocket handshake"),
+                    |ws| {
+                        let (_, reply) = ws.echo(&WS_MESSAGE).expect("WebSocket echo");
+                        assert_eq!(reply, WS_MESSAGE, "the echo differs");
+                    },
+                )
+            } else {
+                wrk(addr, path, args.connections, args.secs)
+            }
+        },
+    );
     let after = thread_ticks(server.pid());
     let mut total_ms = 0.0;
     let mut by_thread = BTreeMap::new();
@@ -152,6 +166,7 @@ fn run_once(server: &ListeningServer, route: &str, path: &str, args: &Args) -> R
         load,
         cpu_per_req_us: total_ms * 1e3 / load.requests,
         by_thread,
+        peak_threads,
     }
 }
 
@@ -207,8 +222,8 @@ fn report(route: &str, path: &str, args: &Args, runs: &BTreeMap<&str, Vec<Run>>)
     };
     let unit = if route == "ws" { "echoes/s" } else { "req/s" };
     println!("\n### {route} (`GET {path}`)\n");
-    println!("| runtime | {unit} | vs tokio | p50 | p99 | vs tokio | CPU per request | vs tokio | server CPU by thread (% of a core) |");
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|---|");
+    println!("| runtime | {unit} | vs tokio | p50 | p99 | vs tokio | CPU per request | vs tokio | peak threads | server CPU by thread (% of a core) |");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     for runtime in &args.runtimes {
         let Some(rs) = runs.get(runtime.as_str()) else {
             continue;
@@ -224,7 +239,7 @@ fn report(route: &str, path: &str, args: &Args, runs: &BTreeMap<&str, Vec<Run>>)
         threads.sort_by(|a, b| b.0.total_cmp(&a.0));
         let threads: Vec<String> = threads.iter().map(|(p, n)| format!("{n} {p:.0}")).collect();
         println!(
-            "| {runtime} | {:.0} | {} | {:.0} us | {:.0} us | {} | {:.1} us | {} | {} |",
+            "| {runtime} | {:.0} | {} | {:.0} us | {:.0} us | {} | {:.1} us | {} | {} | {} |",
             med(rs, &|r| r.load.rate),
             ratio(rs, &|r| r.load.rate),
             med(rs, &|r| r.load.p50_us),
@@ -232,6 +247,7 @@ fn report(route: &str, path: &str, args: &Args, runs: &BTreeMap<&str, Vec<Run>>)
             ratio(rs, &|r| r.load.p99_us),
             med(rs, &|r| r.cpu_per_req_us),
             ratio(rs, &|r| r.cpu_per_req_us),
+            rs.iter().map(|r| r.peak_threads).max().unwrap_or(0),
             threads.join(", ")
         );
     }
