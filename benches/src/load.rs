@@ -147,8 +147,8 @@ pub fn thread_count(pid: u32) -> usize {
 }
 
 /// Run `run` while a sampler thread reads `threads()` every millisecond:
-/// `run`'s result and the most it read (the sampler itself not counted
-/// when `threads` counts this process).
+/// `run`'s result and the most it read. When `threads` counts this
+/// process, the sampler is one of the threads it counts.
 pub fn peak_while<T>(
     threads: impl Fn() -> usize + Send + 'static,
     run: impl FnOnce() -> T,

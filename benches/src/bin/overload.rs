@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// Threads of this process now.
 fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+    benches::load::thread_count(std::process::id())
 }
 
 /// What a burst left behind: the most threads beyond `base` while it ran,

@@ -135,8 +135,8 @@ struct Run {
 
 fn run_once(server: &ListeningServer, route: &str, path: &str, args: &Args) -> Run {
     let addr = server.addr.as_str();
-    let before = thread_ticks(server.pid());
     let pid = server.pid();
+    let before = thread_ticks(pid);
     let (load, peak_threads) = peak_while(
         move || thread_count(pid),
         || {
@@ -155,7 +155,7 @@ fn run_once(server: &ListeningServer, route: &str, path: &str, args: &Args) -> R
             }
         },
     );
-    let after = thread_ticks(server.pid());
+    let after = thread_ticks(pid);
     let mut total_ms = 0.0;
     let mut by_thread = BTreeMap::new();
     for (name, ms) in thread_cpu_ms(&before, &after) {
