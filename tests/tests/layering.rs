@@ -556,10 +556,26 @@ impl ImportGraph {
                 ];
                 // A call on a value of the type: the file names the type
                 // (a method of another crate with the same name is not one).
-                let names_type = code.match_indices(ty.as_str()).any(|(at, _)| {
-                    (at == 0 || !is_ident(b[at - 1]))
-                        && !b.get(at + ty.len()).is_some_and(|&c| is_ident(c))
+                let names_word = |text: &str| {
+                    let t = text.as_bytes();
+                    text.match_indices(ty.as_str()).any(|(at, _)| {
+                        (at == 0 || !is_ident(t[at - 1]))
+                            && !t.get(at + ty.len()).is_some_and(|&c| is_ident(c))
+                    })
+                };
+                // A file that imports a type of that name from another
+                // crate (`use tokio::runtime::Handle;`) calls that one's.
+                let imports_foreign = code.lines().any(|line| {
+                    let line = line.trim();
+                    let line = line.strip_prefix("pub(crate) ").unwrap_or(line);
+                    line.strip_prefix("use ").is_some_and(|path| {
+                        !["crate::", "super::", "self::"]
+                            .iter()
+                            .any(|own| path.starts_with(own))
+                            && names_word(path)
+                    })
                 });
+                let names_type = names_word(code) && !imports_foreign;
                 if *j != i && names_type && calls.iter().any(|c| code.contains(c.as_str())) {
                     if std::env::var_os("LAYERING_DEBUG").is_some() {
                         eprintln!(
@@ -1063,8 +1079,9 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
             })
             .collect()
     };
-    // 0: a/ (mod.rs), 1: a/cells.rs, 2: b/ (mod.rs), 3: b/reg.rs, 4: b/spawn.rs, 5: b/pool.rs
-    let names = files(&["a", "a/cells", "b", "b/reg", "b/spawn", "b/pool"]);
+    // 0: a/ (mod.rs), 1: a/cells.rs, 2: b/ (mod.rs), 3: b/reg.rs, 4: b/spawn.rs, 5: b/pool.rs,
+    // 6: c.rs
+    let names = files(&["a", "a/cells", "b", "b/reg", "b/spawn", "b/pool", "c"]);
     let codes: Vec<String> = [
         "mod cells;\npub(crate) use cells::budget;\n",
         "use crate::b::reg::Reg;\npub(crate) fn budget(r: &Reg) {}\n",
@@ -1072,6 +1089,7 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
         "pub(crate) struct Reg;\nimpl Reg { pub(crate) fn new() -> Reg { Reg } }\n",
         "use super::pool::Pool;\nimpl Reg { pub(crate) fn spawn_pinned(&self) {} }\n",
         "use super::reg::Reg;\npub(crate) struct Pool;\nfn f(r: &Reg) { r.spawn_pinned(); crate::a::budget(r); }\n",
+        "use other::{Reg, Thing};\nfn g(r: &Reg) { r.spawn_pinned(); }\n",
     ]
     .iter()
     .map(|s| code_only(s))
@@ -1081,6 +1099,8 @@ fn the_readings_see_reexports_mod_files_and_split_methods() {
     let resolved = ImportGraph::from_sources(names.clone(), &codes, Reading::Resolved);
     // pool -> spawn (the method), spawn -> pool: a circle the `use` lines alone miss.
     assert!(resolved.edges[5].contains(&4) && resolved.edges[4].contains(&5));
+    // Another crate's `Reg` (imported by name): its method is not ours.
+    assert!(resolved.edges[6].is_empty(), "{:?}", resolved.edges[6]);
     // pool -> cells, through the re-export; reported as such.
     assert!(resolved.edges[5].contains(&1));
     assert_eq!(

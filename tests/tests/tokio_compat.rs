@@ -580,3 +580,89 @@ fn a_tokio_task_woken_by_a_pool_socket_costs_no_eventfd_write() {
         );
     });
 }
+
+/// `axum::serve` in `#[pool::main]`: an accept loop in a `block_on` on a
+/// plain thread, `tokio::spawn` for every connection. A burst of
+/// connections, all waiting in the backlog when the loop first polls,
+/// spreads over both workers' runtimes, not all onto the one that poll
+/// entered (the poll runs on a tokio budget of 4 operations: `accept`
+/// yields after every 4 connections, and the next poll enters the runtime
+/// with the fewest tokio tasks).
+#[test]
+fn a_burst_accepted_in_one_block_on_spreads_over_the_workers() {
+    watchdog("tokio-compat: accept burst", 30, || {
+        const CONNECTIONS: usize = 32;
+        let p = pool_named("tcacc");
+        let names = p.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            // Every connection waits in the backlog before the first accept.
+            let clients: Vec<std::net::TcpStream> = (0..CONNECTIONS)
+                .map(|_| std::net::TcpStream::connect(addr).unwrap())
+                .collect();
+            let (release, released) = tokio::sync::watch::channel(false);
+            let mut started = Vec::new();
+            for _ in 0..CONNECTIONS {
+                let (socket, _) = listener.accept().await.unwrap();
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let mut released = released.clone();
+                started.push(rx);
+                // A connection's task: alive until the end, as a client's.
+                drop(tokio::spawn(async move {
+                    let _socket = socket;
+                    tx.send(thread_name()).unwrap();
+                    let _ = released.wait_for(|r| *r).await;
+                }));
+            }
+            let mut names = Vec::new();
+            for rx in started {
+                names.push(rx.await.unwrap());
+            }
+            release.send(true).unwrap();
+            drop(clients);
+            names
+        });
+        let on = |w: &str| names.iter().filter(|n| n.as_str() == w).count();
+        let (a, b) = (on("tcacc-0"), on("tcacc-1"));
+        assert_eq!(a + b, CONNECTIONS, "ran on the workers: {names:?}");
+        // 40-60%: 13 to 19 of 32.
+        assert!(
+            (13..=19).contains(&a),
+            "connections by worker: {a} and {b} (a burst accepted in one poll lands on one runtime)"
+        );
+    });
+}
+
+/// A `block_on` future on a plain thread is polled as `#[tokio::main]`'s
+/// body is, inside a runtime (the budget of `a_burst_accepted_in_one_block_on_spreads_over_the_workers`
+/// comes with it): tokio's `block_in_place` runs its closure there, a
+/// tokio resource that yields for the budget is polled again at once, and
+/// blocking on a tokio runtime is refused with tokio's words, not hung.
+#[test]
+fn a_block_on_future_on_a_plain_thread_is_inside_a_runtime_as_tokios_main() {
+    watchdog("tokio-compat: block_on as tokio's main", 30, || {
+        let p = pool_named("tcmain");
+        let (in_place, nested) = p.block_on(async {
+            let in_place = tokio::task::block_in_place(|| 7);
+            // A channel drained far past one operation a poll.
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            for i in 0..1000 {
+                tx.send(i).unwrap();
+            }
+            drop(tx);
+            let mut sum = 0;
+            while let Some(i) = rx.recv().await {
+                sum += i;
+            }
+            assert_eq!(sum, 999 * 1000 / 2);
+            let nested =
+                std::panic::catch_unwind(|| tokio::runtime::Handle::current().block_on(async {}));
+            (in_place, nested.is_err())
+        });
+        assert_eq!(in_place, 7);
+        assert!(nested, "a tokio block_on inside the pool's is refused");
+        // A block_on nested in a pool block_on's future is polled too.
+        let inner = p.block_on(async { p.block_on(async { 5 }) });
+        assert_eq!(inner, 5);
+    });
+}

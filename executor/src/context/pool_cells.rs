@@ -34,6 +34,7 @@ use crate::scheduler::registry::Registry;
 use crate::scheduler::worker::worker_thread::WorkerThread;
 use crate::sleep::block_on_wake::BlockOnWake;
 use crate::task::id::TaskId;
+use crate::tokio_compat::outside_polls::OutsidePolls;
 use pin_project_lite::pin_project;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -145,6 +146,8 @@ pin_project! {
     /// with one of its tokio runtimes (`tokio-compat`).
     pub(crate) struct Entered<'a, F> {
         registry: &'a Arc<Registry>,
+        // How the future has used tokio (`tokio-compat`).
+        polls: OutsidePolls,
         #[pin]
         future: F,
     }
@@ -153,7 +156,11 @@ pin_project! {
 impl<'a, F> Entered<'a, F> {
     /// `future`, polled with `registry`'s pool current.
     pub(crate) fn new(registry: &'a Arc<Registry>, future: F) -> Self {
-        Entered { registry, future }
+        Entered {
+            registry,
+            polls: OutsidePolls::default(),
+            future,
+        }
     }
 }
 
@@ -172,12 +179,12 @@ impl<F: Future> Future for Entered<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let _restore = Restore(ENTERED.with(|e| e.replace(*this.registry)));
-        // One of the pool's tokio runtimes (`tokio-compat`), the next one
-        // on every poll off its workers: the tokio tasks and sockets that a
+        // One of the pool's tokio runtimes (`tokio-compat`), chosen anew on
+        // every poll off its workers: the tokio tasks and sockets that a
         // long `block_on` (an accept loop in `main`) makes are spread over
         // the workers that drive them.
-        let _tokio = this.registry.enter_tokio();
-        this.future.poll(cx)
+        let future = this.future;
+        this.registry.poll_in_tokio(this.polls, || future.poll(cx))
     }
 }
 

@@ -57,6 +57,7 @@ use crate::task::owned::OwnedTasks;
 use crate::task::schedule;
 use crate::task::share::TaskShares;
 use crate::task::waits::Wait;
+use crate::tokio_compat::outside_polls::OutsidePolls;
 #[cfg(feature = "tokio-compat")]
 use crate::tokio_compat::runtimes::TokioRuntimes;
 use crossbeam_deque::{Injector, Stealer};
@@ -356,6 +357,25 @@ impl Registry {
     #[cfg(feature = "console")]
     pub(crate) fn console(&self) -> Option<&crate::inspect::console::record::Console> {
         self.console.as_ref()
+    }
+
+    /// Poll a `block_on` future (`poll`) with one of this pool's tokio
+    /// runtimes entered (feature `tokio-compat`; without it, as it is): on
+    /// a worker of this pool, its own (it is inside it for life); elsewhere
+    /// the one with the fewest tokio tasks, on a budget of one tokio
+    /// operation where the thread has no tokio context
+    /// (`TokioRuntimes::poll_outside`), while the future uses tokio
+    /// (`polls`).
+    #[inline]
+    pub(crate) fn poll_in_tokio<R>(&self, polls: &mut OutsidePolls, poll: impl FnOnce() -> R) -> R {
+        #[cfg(feature = "tokio-compat")]
+        if self.local_worker().is_none() {
+            if let Some(tokio) = self.tokio.get() {
+                return tokio.poll_outside(polls, poll);
+            }
+        }
+        let _ = polls;
+        poll()
     }
 
     /// Enter one of this pool's tokio runtimes on this thread until the

@@ -50,9 +50,16 @@
 //!   not the current worker: the tokio tasks it runs are outsiders of the
 //!   pool, so their spawns and wakes go through the injector and wake a
 //!   sleeper as any other thread's do (maybe this one).
-//! * Other threads (`Pool::block_on` on a plain thread, the pool's and
-//!   tokio's blocking threads) enter the workers' runtimes in turn, one per
-//!   thread or call: their tokio work lands on the workers round-robin.
+//! * Other threads enter the workers' runtimes: the pool's and tokio's
+//!   blocking threads one each, in turn, for life; a `Pool::block_on`
+//!   future on a plain thread (`main`) the runtime with the fewest tokio
+//!   tasks, chosen anew at every poll (`TokioRuntimes::poll_outside`).
+//!   While that future uses tokio, it is polled as `#[tokio::main]`'s body
+//!   is, inside the runtime's `tokio::runtime::Handle::block_on`, on a
+//!   budget of 4 tokio operations, not tokio's 128: an accept loop
+//!   (`axum::serve`) yields every 4 connections, and the next poll spawns
+//!   the next ones on the other runtime, so a burst of connections
+//!   spreads over the workers.
 //!   tokio's `spawn_blocking` runs on `{name}-tokio-blocking` threads of
 //!   the runtime it was called on; each runtime may start the pool's
 //!   `max_blocking_threads` divided by the workers, and lets them go after
@@ -69,13 +76,15 @@
 //! | file | what |
 //! |---|---|
 //! | `mod.rs` | this map: it only declares |
-//! | `runtimes.rs` | `TokioRuntimes`: the pool's runtimes, one per worker, built at start; the peers' handles and metrics; outside threads entering them in turn; the last step of shutdown |
+//! | `runtimes.rs` | `TokioRuntimes`: the pool's runtimes, one per worker, built at start; the peers' handles and metrics; outside threads entering them: blocking threads in turn, a `block_on` future's polls the lightest, on a short budget; the last step of shutdown |
 //! | `worker_runtime.rs` | `WorkerRuntime`: a worker's own runtime, driven by it: busy periods inside it, turns, the runtime its sleeps block in, the balance of tokio tasks |
 //! | `runner.rs` | `Runner`: the runtime's runner task, and how a busy period is lent to it and taken back |
+//! | `outside_polls.rs` | `OutsidePolls`: how a `block_on` future off the workers has used tokio lately (whether its next poll is budgeted); a leaf, built with or without the feature |
 //! | `epoll_bridge.rs` | the pool's I/O driver watched from a tokio reactor while its holder sleeps in its runtime |
 
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod epoll_bridge;
+pub(crate) mod outside_polls;
 #[cfg(feature = "tokio-compat")]
 pub(crate) mod runner;
 #[cfg(feature = "tokio-compat")]

@@ -1,9 +1,12 @@
 //! `TokioRuntimes`: a pool's tokio runtimes (feature `tokio-compat`), one
 //! per worker, built when the pool starts and each taken by its worker
 //! (`worker_runtime.rs`); the handles and metrics every worker reads of the
-//! others (`Peer`); outside threads entering them in turn (`Registry::enter_tokio`); and
+//! others (`Peer`); outside threads entering them: blocking threads in turn
+//! (`Registry::enter_tokio`), a `block_on` future's polls the lightest, on
+//! a short tokio budget (`Registry::poll_in_tokio`); and
 //! shutdown's last step, for the runtimes no worker took.
 
+use super::outside_polls::OutsidePolls;
 use crate::context::thread_kind::ThreadKind;
 use crate::scheduler::config::BlockingConfig;
 use crate::scheduler::thread_name::set_kernel_name;
@@ -13,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
+use tokio::task::coop::{has_budget_remaining, poll_proceed, RestoreOnPending};
 
 /// The pool's tokio runtimes: one per worker, taken by it when it starts.
 #[derive(Debug)]
@@ -108,6 +112,75 @@ impl TokioRuntimes {
         self.peers[i].handle.enter()
     }
 
+    /// Poll a `block_on` future (`poll`) on a thread outside the pool, in
+    /// the context of the runtime with the fewest tokio tasks alive (the
+    /// next one in turn among equals), so that what the poll spawns (an
+    /// accept loop's connections: `axum::serve` in `#[pool::main]`) and the
+    /// sockets it makes go there.
+    ///
+    /// A thread in no tokio context (`main`, a thread of the user's) polls
+    /// a future that uses tokio (`OutsidePolls`) on a tokio budget of
+    /// `OPERATIONS_PER_POLL` operations, where tokio's own `block_on` polls
+    /// on one of 128: the first 4 of the poll's tokio operations (an
+    /// `accept`, a `recv`) proceed, the next returns `Pending` with the
+    /// future woken, and the next poll, at once, enters the runtime that is
+    /// then the lightest. A burst of connections in the backlog spreads over
+    /// the runtimes 4 by 4, where it would all land on the one runtime this
+    /// poll entered. The poll runs inside the runtime's
+    /// `tokio::runtime::Handle::block_on`, which alone starts a budget; its
+    /// future is ready at its first poll, so tokio never parks the thread
+    /// (the pool's `block_on` sleeps as it always does, on its own latch:
+    /// `sleep/README.md`, "A `block_on` future polled inside tokio's
+    /// `block_on`"). It also marks the thread as inside a runtime, as
+    /// `#[tokio::main]`'s body is: `block_in_place` works, starting another
+    /// runtime there is refused with tokio's words.
+    ///
+    /// A thread in a tokio context already (the pool's and tokio's blocking
+    /// threads, a `block_on` nested in another, a thread of a runtime of
+    /// the user's), and a future that has stopped using tokio, only enter
+    /// the runtime for the poll: tokio refuses a `block_on` inside a
+    /// runtime, and the budget costs about half a microsecond a poll
+    /// (tokio's budget is spent one unit at a time: `leave_operations`).
+    pub(crate) fn poll_outside<R>(&self, polls: &mut OutsidePolls, poll: impl FnOnce() -> R) -> R {
+        let peer = self.lightest();
+        let alive = alive_tasks(&peer.metrics);
+        let budgeted = polls.budgeted()
+            && matches!(tokio::runtime::Handle::try_current(), Err(none) if none.is_missing_context());
+        let (out, operated) = if budgeted {
+            let mut poll = Some(poll);
+            peer.handle.block_on(std::future::poll_fn(|_| {
+                leave_operations();
+                let poll = poll.take().expect("a ready future is polled once");
+                let out = poll();
+                std::task::Poll::Ready((out, !has_budget_remaining()))
+            }))
+        } else {
+            let _guard = peer.handle.enter();
+            (poll(), false)
+        };
+        // A spawn onto the runtime, or (on a budget) tokio operations
+        // refused for it.
+        polls.polled(operated || alive_tasks(&peer.metrics) > alive);
+        out
+    }
+
+    /// The runtime with the fewest tokio tasks alive, from the next one in
+    /// turn (so that equals take turns).
+    fn lightest(&self) -> &Peer {
+        let n = self.peers.len();
+        // Relaxed: only spreads polls over runtimes.
+        let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
+        let mut lightest = first;
+        let mut least = usize::MAX;
+        for i in (first..n).chain(0..first) {
+            let alive = alive_tasks(&self.peers[i].metrics);
+            if alive < least {
+                (lightest, least) = (i, alive);
+            }
+        }
+        &self.peers[lightest]
+    }
+
     /// Shut down the runtimes no worker took (shutdown's last step).
     pub(crate) fn stop(&self) {
         for slot in self.runtimes.iter() {
@@ -116,6 +189,36 @@ impl TokioRuntimes {
             }
         }
     }
+}
+
+/// The tokio operations a budgeted poll may complete (`poll_outside`).
+const OPERATIONS_PER_POLL: usize = 4;
+
+/// Spend the tokio budget of this poll (a fresh one: `poll_outside`) down
+/// to `OPERATIONS_PER_POLL`, whatever tokio's initial budget is: every unit
+/// is taken, the last `OPERATIONS_PER_POLL` of them held, and those are
+/// given back, newest first (a `RestoreOnPending` dropped without
+/// `made_progress` puts the budget back to what it was before its unit).
+/// The units are asked for with a no-op waker: the refusal that says the
+/// budget is empty wakes that one, not the thread's. Bounded, should a
+/// later tokio poll `block_on` unconstrained.
+fn leave_operations() {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut held: [Option<RestoreOnPending>; OPERATIONS_PER_POLL] = Default::default();
+    for taken in 0..1024 {
+        let std::task::Poll::Ready(unit) = poll_proceed(&mut cx) else {
+            // Empty: give back the newest first.
+            for i in (taken..taken + OPERATIONS_PER_POLL).rev() {
+                drop(held[i % OPERATIONS_PER_POLL].take());
+            }
+            return;
+        };
+        // An older unit stays taken: forgotten, it never restores (as
+        // after `made_progress`, without the two calls).
+        std::mem::forget(held[taken % OPERATIONS_PER_POLL].replace(unit));
+    }
+    // Never empty: keep what was taken.
+    std::mem::forget(held);
 }
 
 /// A runtime's tokio tasks alive, its runner (if started) not counted.
