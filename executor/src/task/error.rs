@@ -248,8 +248,22 @@ pub(crate) fn hint_tokio_panic<R>(f: impl FnOnce() -> R) -> R {
 /// What to do about a panic of tokio-typed code that found no tokio
 /// runtime (tokio's "there is no reactor running, must be called from the
 /// context of a Tokio 1.x runtime", sqlx's "this functionality requires a
-/// Tokio context"), in pool's words; `None` for any other panic message.
+/// Tokio context"), or (`tokio-compat`) that blocked on a tokio runtime
+/// from inside one (tokio's "Cannot start a runtime from within a
+/// runtime", "Cannot drop a runtime in a context where blocking is not
+/// allowed"), in pool's words; `None` for any other panic message.
 pub(crate) fn tokio_hint(message: &str) -> Option<&'static str> {
+    let blocked_inside = message.contains("Cannot start a runtime from within a runtime")
+        || message.contains("Cannot drop a runtime in a context where blocking is not allowed");
+    if blocked_inside && cfg!(feature = "tokio-compat") {
+        return Some(
+            "pool: with `tokio-compat`, a pool task, and a `block_on` future \
+             (`#[pool::main]`'s body) that uses tokio, run inside a tokio \
+             runtime, as `#[tokio::main]`'s body does, where tokio refuses \
+             to block on another: await the future instead, or block in \
+             `pool::spawn_blocking`",
+        );
+    }
     let tokio_missing = message.contains("no reactor running")
         || message.contains("context of a Tokio 1.x runtime")
         || message.contains("requires a Tokio context");
@@ -305,6 +319,15 @@ mod tests {
                 "{shown}"
             );
             assert!(shown.contains("tokio-compat"), "{shown}");
+        }
+        // Blocking on a tokio runtime inside one (with `tokio-compat`, a
+        // pool task or a `block_on` future that uses tokio is inside one).
+        let message = "Cannot start a runtime from within a runtime. This happens because";
+        let shown = super::JoinError::panic(Box::new(message)).to_string();
+        if cfg!(feature = "tokio-compat") {
+            assert!(shown.contains("pool::spawn_blocking"), "{shown}");
+        } else {
+            assert_eq!(shown, format!("task panicked: {message}"));
         }
         let err = super::JoinError::panic(Box::new("boom"));
         assert_eq!(err.to_string(), "task panicked: boom");
