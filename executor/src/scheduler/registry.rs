@@ -362,10 +362,9 @@ impl Registry {
     /// Poll a `block_on` future (`poll`) with one of this pool's tokio
     /// runtimes entered (feature `tokio-compat`; without it, as it is): on
     /// a worker of this pool, its own (it is inside it for life); elsewhere
-    /// the one with the fewest tokio tasks, on a budget of one tokio
-    /// operation where the thread has no tokio context
-    /// (`TokioRuntimes::poll_outside`), while the future uses tokio
-    /// (`polls`).
+    /// the one with the fewest tokio tasks, on a budget of a few tokio
+    /// operations where the thread has no tokio context, while the future
+    /// uses tokio (`polls`; `TokioRuntimes::poll_outside`).
     #[inline]
     pub(crate) fn poll_in_tokio<R>(&self, polls: &mut OutsidePolls, poll: impl FnOnce() -> R) -> R {
         #[cfg(feature = "tokio-compat")]
