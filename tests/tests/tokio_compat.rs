@@ -634,8 +634,9 @@ fn a_burst_accepted_in_one_block_on_spreads_over_the_workers() {
 }
 
 /// A `block_on` future on a plain thread is polled as `#[tokio::main]`'s
-/// body is, inside a runtime (the budget of `a_burst_accepted_in_one_block_on_spreads_over_the_workers`
-/// comes with it): tokio's `block_in_place` runs its closure there, a
+/// body is, inside a runtime (the budget of
+/// `a_burst_accepted_in_one_block_on_spreads_over_the_workers` comes with
+/// it): tokio's `block_in_place` runs its closure there, a
 /// tokio resource that yields for the budget is polled again at once, and
 /// blocking on a tokio runtime is refused with tokio's words, not hung.
 #[test]

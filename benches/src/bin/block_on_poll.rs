@@ -68,27 +68,18 @@ fn recv_loop(
     per
 }
 
+fn usage(problem: &str) -> ! {
+    eprintln!("block_on_poll: {problem}\nusage: block_on_poll [--rounds N]");
+    std::process::exit(2)
+}
+
 fn main() {
     let mut rounds = 7;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
         match a.as_str() {
-            "--rounds" => {
-                rounds = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|&n: &usize| n > 0)
-                    .unwrap_or_else(|| {
-                        eprintln!("block_on_poll: --rounds takes a positive number");
-                        std::process::exit(2)
-                    })
-            }
-            other => {
-                eprintln!(
-                    "block_on_poll: unknown argument {other}\nusage: block_on_poll [--rounds N]"
-                );
-                std::process::exit(2)
-            }
+            "--rounds" => rounds = benches::args::positive(&mut it, "--rounds", usage) as usize,
+            other => usage(&format!("unknown argument {other}")),
         }
     }
     let pool = pool::Builder::new().worker_threads(2).build().unwrap();

@@ -142,8 +142,7 @@ impl TokioRuntimes {
     /// runtime, and the budget costs about 0.6 us a poll (tokio's budget is
     /// spent one unit at a time: `leave_operations`; `block_on_poll`).
     pub(crate) fn poll_outside<R>(&self, polls: &mut OutsidePolls, poll: impl FnOnce() -> R) -> R {
-        let peer = self.lightest();
-        let alive = alive_tasks(&peer.metrics);
+        let (peer, alive) = self.lightest();
         let budgeted = polls.budgeted()
             && matches!(tokio::runtime::Handle::try_current(), Err(none) if none.is_missing_context());
         let (out, operated) = if budgeted {
@@ -165,8 +164,8 @@ impl TokioRuntimes {
     }
 
     /// The runtime with the fewest tokio tasks alive, from the next one in
-    /// turn (so that equals take turns).
-    fn lightest(&self) -> &Peer {
+    /// turn (so that equals take turns), and those tasks.
+    fn lightest(&self) -> (&Peer, usize) {
         let n = self.peers.len();
         // Relaxed: only spreads polls over runtimes.
         let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
@@ -178,7 +177,7 @@ impl TokioRuntimes {
                 (lightest, least) = (i, alive);
             }
         }
-        &self.peers[lightest]
+        (&self.peers[lightest], least)
     }
 
     /// Shut down the runtimes no worker took (shutdown's last step).
