@@ -294,6 +294,64 @@ fn graceful_shutdown_finishes_the_request_in_flight_and_refuses_new_ones() {
     });
 }
 
+/// An idle keep-alive connection is closed by the signal: its task last
+/// polled the signal long before (a connection polls it once per waker,
+/// then reads a flag), so the signal's wake is what reaches it.
+#[test]
+fn graceful_shutdown_closes_an_idle_keep_alive_connection() {
+    watchdog("serve: graceful shutdown of an idle connection", 30, || {
+        pool().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (stop_tx, stop) = futures::channel::oneshot::channel::<()>();
+            let server = pool::spawn(
+                pool::hyper::serve(listener, hyper::service::service_fn(whoami))
+                    .with_graceful_shutdown(async move {
+                        let _ = stop.await;
+                    }),
+            );
+            // Two requests answered on one connection, which stays open.
+            let mut socket = pool::spawn_blocking(move || {
+                let mut socket = std::net::TcpStream::connect(addr).unwrap();
+                socket
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                for _ in 0..2 {
+                    socket
+                        .write_all(b"GET /idle HTTP/1.1\r\nHost: x\r\n\r\n")
+                        .unwrap();
+                    let mut reply = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    // The body is `/idle from Some(ADDRESS)`.
+                    while !reply.ends_with(b")") {
+                        let n = socket.read(&mut buf).unwrap();
+                        assert!(n > 0, "the connection is answered, not closed");
+                        reply.extend_from_slice(&buf[..n]);
+                    }
+                }
+                socket
+            })
+            .await
+            .unwrap();
+            pool::time::sleep(Duration::from_millis(50)).await;
+            stop_tx.send(()).unwrap();
+            let read = pool::spawn_blocking(move || socket.read(&mut [0u8; 64]))
+                .await
+                .unwrap();
+            assert_eq!(
+                read.expect("the server closes the idle connection within 10 s"),
+                0,
+                "the idle connection is closed with no more bytes"
+            );
+            pool::time::timeout(Duration::from_secs(5), server)
+                .await
+                .expect("serve returns once the idle connection closed")
+                .unwrap()
+                .unwrap();
+        });
+    });
+}
+
 #[test]
 fn the_connector_refuses_https_unless_told_and_resolves_names() {
     watchdog("connector", 30, || {
