@@ -407,6 +407,11 @@ where
         signal: closing.shared(),
         registered: None,
     });
+    // Fires the signal when dropped: below, or by an error return.
+    let close = Close {
+        closed,
+        _sender: close,
+    };
     let (alive_tx, mut alive) = mpsc::channel::<()>(0);
     // Has the shutdown signal come (never, without one)?
     let mut signalled = move |cx: &mut Context<'_>| match signal.as_mut() {
@@ -507,12 +512,26 @@ where
 
     // Stop accepting, then tell every connection and wait for them all.
     drop(listener);
-    // The flag first: a connection that sees the signal's wake reads it set.
-    closed.store(true, Ordering::Release);
     drop(close);
     drop(alive_tx);
     while alive.next().await.is_some() {}
     Ok(())
+}
+
+/// The sending side of the graceful-shutdown signal: dropping it sets the
+/// flag, then drops the sender, which wakes every connection that polled
+/// the signal; a connection that sees that wake reads the flag set.
+struct Close {
+    closed: Arc<AtomicBool>,
+    _sender: oneshot::Sender<()>,
+}
+
+impl Drop for Close {
+    fn drop(&mut self) {
+        // Release: pairs with `poll_closed`'s Acquire load. The fields
+        // (the sender) drop after this body.
+        self.closed.store(true, Ordering::Release);
+    }
 }
 
 /// A connection's view of the graceful-shutdown signal. The signal is a
@@ -545,8 +564,8 @@ impl Closing {
     /// Whether the shutdown signal came; if not, `cx` is woken when it
     /// does.
     fn poll_closed(&mut self, cx: &mut Context<'_>) -> bool {
-        // Acquire: pairs with the Release store before the signal fires;
-        // the wake that follows it is what orders a poll after it.
+        // Acquire: pairs with `Close`'s Release store before the signal
+        // fires; the wake that follows it is what orders a poll after it.
         if self.closed.load(Ordering::Acquire) {
             return true;
         }
