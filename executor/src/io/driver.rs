@@ -647,7 +647,9 @@ mod tests {
         let (_token, io) = driver.register(&mut socket).unwrap();
         let deadline = Instant::now() + Duration::from_secs(3600);
         assert!(matches!(
-            driver.timers.insert(0, deadline, Waker::noop().clone()),
+            driver
+                .timers
+                .insert(0, Instant::now(), deadline, Waker::noop().clone()),
             Inserted::Yes { .. }
         ));
         let mut wakers = Vec::new();
@@ -665,7 +667,9 @@ mod tests {
         assert!(matches!(polled, std::task::Poll::Ready(Err(_))));
         assert!(driver.register(&mut socket).is_err());
         assert!(matches!(
-            driver.timers.insert(0, deadline, Waker::noop().clone()),
+            driver
+                .timers
+                .insert(0, Instant::now(), deadline, Waker::noop().clone()),
             Inserted::ShutDown
         ));
     }

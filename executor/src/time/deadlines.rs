@@ -36,7 +36,10 @@
 //! stores, hence fences here).
 //!
 //! What is not handed over needs no unpark: a deadline removed or fired
-//! only makes the sleeper wake early and find nothing due; a worker that
+//! only makes the sleeper wake early and find nothing due (so does a
+//! published deadline earlier than the shard's earliest timer, a far
+//! tier's floor left by a cancel, `timers.rs`: the hand-over needs only
+//! that no shard publishes later than its earliest timer); a worker that
 //! attends again (`attend`, Relaxed) at worst lets the sleeper fire its
 //! timers, under their shard's lock.
 //!

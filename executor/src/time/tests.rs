@@ -5,7 +5,10 @@
 //! own features: `cargo test -p pool --lib time::tests`.
 //!
 //! And the timer shards (`timers.rs`): a timer registered and fired on
-//! one awake worker takes no other thread's lock.
+//! one awake worker takes no other thread's lock; far timers fire in
+//! deadline order with the near ones, never early, and a cancelled one
+//! neither fires nor holds the published deadline back; an entry polled
+//! by another waker wakes that one.
 
 use super::{sleep, timeout};
 use crate::builder::Builder;
@@ -237,5 +240,211 @@ fn a_timer_registered_and_fired_on_one_awake_worker_takes_no_other_threads_lock(
              from other threads in every run: {runs:?} (a worker's timers must stay \
              in its own shard, fired by itself)"
         );
+    });
+}
+
+/// A store of one worker's shard (and the shared one), its clock and the
+/// wakers its fires woke, by name.
+struct Store {
+    timers: super::timers::Timers,
+    origin: std::time::Instant,
+    woken: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+/// A waker that records `name` in `woken` when woken.
+struct Named {
+    name: &'static str,
+    woken: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+impl std::task::Wake for Named {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.woken.lock().unwrap().push(self.name);
+    }
+}
+
+/// A waker that records `name` in `woken`.
+fn named(
+    name: &'static str,
+    woken: &std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+) -> std::task::Waker {
+    std::task::Waker::from(std::sync::Arc::new(Named {
+        name,
+        woken: std::sync::Arc::clone(woken),
+    }))
+}
+
+impl Store {
+    fn new() -> Store {
+        let origin = std::time::Instant::now();
+        Store {
+            timers: super::timers::Timers::new(1, origin),
+            origin,
+            woken: Default::default(),
+        }
+    }
+
+    fn at(&self, ms: u64) -> std::time::Instant {
+        self.origin + Duration::from_millis(ms)
+    }
+
+    /// Register `name` for `deadline_ms`, from worker 0 at `now_ms`.
+    fn insert(&self, name: &'static str, now_ms: u64, deadline_ms: u64) -> super::timers::TimerKey {
+        let waker = named(name, &self.woken);
+        match self
+            .timers
+            .insert(0, self.at(now_ms), self.at(deadline_ms), waker)
+        {
+            super::timers::Inserted::Yes { key, .. } => key,
+            super::timers::Inserted::ShutDown => panic!("the store is not shut down"),
+        }
+    }
+
+    /// Fire worker 0's shard at `now_ms`: the names woken, in order.
+    fn fire(&self, now_ms: u64) -> Vec<&'static str> {
+        let mut wakers = Vec::new();
+        self.timers.fire(0, self.at(now_ms), &mut wakers);
+        wakers.into_iter().for_each(std::task::Waker::wake);
+        std::mem::take(&mut *self.woken.lock().unwrap())
+    }
+}
+
+#[test]
+fn far_timers_fire_in_deadline_order_with_near_ones_and_never_early() {
+    // Registered at 0: 500 ms is near, the others more than `HORIZON`
+    // (1 s) ahead, far, registered out of order.
+    let store = Store::new();
+    store.insert("5s", 0, 5_000);
+    store.insert("3s", 0, 3_000);
+    store.insert("0.5s", 0, 500);
+    store.insert("2s", 0, 2_000);
+    store.insert("2.4s", 0, 2_400);
+    assert_eq!(
+        store.fire(499),
+        Vec::<&str>::new(),
+        "nothing is due at 499 ms"
+    );
+    assert_eq!(store.fire(500), ["0.5s"]);
+    assert_eq!(
+        store.fire(1_999),
+        Vec::<&str>::new(),
+        "no far timer is early"
+    );
+    assert_eq!(
+        store.fire(2_500),
+        ["2s", "2.4s"],
+        "far timers in deadline order"
+    );
+    assert_eq!(store.fire(2_999), Vec::<&str>::new());
+    assert_eq!(store.fire(3_000), ["3s"]);
+    assert_eq!(store.fire(4_999), Vec::<&str>::new());
+    assert_eq!(store.fire(6_000), ["5s"]);
+    assert!(store.timers.is_empty(), "every timer fired");
+}
+
+#[test]
+fn a_cancelled_far_timer_never_fires_and_its_slot_serves_another() {
+    let store = Store::new();
+    let first = store.insert("2s", 0, 2_000);
+    store.insert("10s", 0, 10_000);
+    store.timers.remove(|| 0, first);
+    // The cancelled deadline may still hold the published earliest back;
+    // a fire there finds nothing and moves it on.
+    assert_eq!(
+        store.fire(2_000),
+        Vec::<&str>::new(),
+        "a cancelled far timer fired"
+    );
+    assert_eq!(
+        store.timers.park_until(),
+        Some(store.at(10_000) + Duration::from_millis(10)),
+        "after a fire at the cancelled deadline, the sleeper waits for the next \
+         timer (plus the owner's slack), not for the cancelled one"
+    );
+    // 2.2 s and 2.5 s move near at the fire of 2.2 s; 2.5 s keeps its key,
+    // whose far slot a new far timer then takes.
+    let a = store.insert("2.2s", 1_000, 2_200);
+    let b = store.insert("2.5s", 1_000, 2_500);
+    assert_eq!(store.fire(2_200), ["2.2s"]);
+    let c = store.insert("4s", 2_200, 4_000);
+    store.timers.remove(|| 0, b);
+    store.timers.remove(|| 0, a);
+    assert_eq!(
+        store.fire(3_000),
+        Vec::<&str>::new(),
+        "2.5 s was cancelled after it moved near"
+    );
+    assert_eq!(
+        store.fire(4_000),
+        ["4s"],
+        "a cancel by a moved timer's key took another timer"
+    );
+    store.timers.remove(|| 0, c);
+    assert_eq!(store.fire(20_000), ["10s"]);
+}
+
+#[test]
+fn a_paused_jump_goes_to_the_earliest_live_far_deadline() {
+    let store = Store::new();
+    let clock = super::pool_clock::PoolClock::new(true);
+    let start = clock.now();
+    let ms = |n: u64| start + Duration::from_millis(n);
+    let waker = |name| named(name, &store.woken);
+    let early = match store.timers.insert(0, start, ms(3_000), waker("3s")) {
+        super::timers::Inserted::Yes { key, .. } => key,
+        super::timers::Inserted::ShutDown => unreachable!(),
+    };
+    store.timers.insert(0, start, ms(7_000), waker("7s"));
+    store.timers.remove(|| 0, early);
+    let mut wakers = Vec::new();
+    assert!(store.timers.jump_if_quiet(&clock, &|| true, &mut wakers));
+    assert_eq!(
+        clock.now(),
+        ms(7_000),
+        "a quiet paused pool jumps to its earliest timer, not to a cancelled one's deadline"
+    );
+    wakers.into_iter().for_each(std::task::Waker::wake);
+    assert_eq!(*store.woken.lock().unwrap(), ["7s"]);
+}
+
+#[test]
+fn a_sleep_polled_by_another_waker_wakes_that_one() {
+    watchdog("a sleep polled by two wakers", 10, || {
+        let p = Builder::new().worker_threads(1).build().unwrap();
+        let woken: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>> = Default::default();
+        let waker = |name| named(name, &woken);
+        let (first, second) = (waker("first"), waker("second"));
+        let handle = p.handle();
+        let entered = handle.enter();
+        let mut sleep = Box::pin(super::sleep(Duration::from_millis(20)));
+        drop(entered);
+        let poll = |w: &std::task::Waker, s: &mut std::pin::Pin<Box<super::Sleep>>| {
+            s.as_mut().poll(&mut std::task::Context::from_waker(w))
+        };
+        use std::future::Future;
+        assert!(poll(&first, &mut sleep).is_pending());
+        assert!(
+            poll(&first, &mut sleep).is_pending(),
+            "the same waker again"
+        );
+        assert!(poll(&second, &mut sleep).is_pending());
+        let real = std::time::Instant::now();
+        while woken.lock().unwrap().is_empty() {
+            assert!(
+                real.elapsed() < Duration::from_secs(5),
+                "the sleep never woke a waker"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            *woken.lock().unwrap(),
+            ["second"],
+            "the fire woke the first poll's waker"
+        );
+        assert!(
+            poll(&second, &mut sleep).is_ready(),
+            "a fired sleep is ready"
+        );
+        drop(p);
     });
 }

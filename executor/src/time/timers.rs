@@ -1,13 +1,28 @@
 //! `Timers`: the timer store of one pool's driver, one shard per worker
 //! and one for the threads that are not workers.
 //!
-//! A shard is an ordered map from (deadline, sequence number) to the waker
-//! of the task waiting for it, under a lock of its own: insert, cancel and
-//! update are O(log n), the next deadline is the first key, and firing pops
-//! from the front. A hierarchical wheel (tokio's) makes insert O(1) but
-//! rounds deadlines to its slots and costs a fixed wheel per pool. Measured
-//! with `cargo run --release -p benches --bin timers` (100 000 concurrent
-//! timers of 1..=100 ms on 2 workers, beside tokio; docs/BENCHMARKS.md).
+//! A shard, under a lock of its own, keeps its timers in two tiers:
+//!
+//! * *near*: the deadlines less than `HORIZON` ahead when registered, an
+//!   ordered map from (deadline, sequence number) to the waker of the task
+//!   waiting for it: insert, cancel and update are O(log n), the next
+//!   deadline is the first key, and firing pops from the front;
+//! * *far*: the deadlines further ahead, unordered in a slab (`FarTimers`),
+//!   with a floor at or before every one of them: insert and cancel are
+//!   O(1). When a fire reaches the floor, every far timer due within
+//!   `HORIZON` moves near, and the floor becomes the earliest of the rest,
+//!   more than `HORIZON` ahead: a far timer is looked at by at most one
+//!   such pass per `HORIZON`, and moved once.
+//!
+//! Most far timers never fire: a server's header-read timeout, a
+//! `timeout` around a call that answers in microseconds, an idle timer
+//! reset by each request. They are registered and cancelled in O(1),
+//! without ordering (`cargo run --release -p benches --bin timeouts`).
+//! A hierarchical wheel (tokio's) makes every insert O(1) but rounds
+//! deadlines to its slots and costs a fixed wheel per pool; the near
+//! tier keeps exact deadlines in order. Measured with `cargo run --release
+//! -p benches --bin timers` (100 000 concurrent timers of 1..=100 ms on 2
+//! workers, beside tokio; docs/BENCHMARKS.md).
 //!
 //! A timer goes into the shard of the thread that registers it: a worker's
 //! own, or the shared one. While a worker is awake it fires its own shard
@@ -24,7 +39,8 @@
 //! # Invariants
 //!
 //! * A timer whose deadline is at or before its shard's `fired_until` is
-//!   out of the shard (fired, or cancelled), so its cancel takes no lock.
+//!   out of the shard (fired, or cancelled), so its cancel takes no lock,
+//!   and its entry knows it fired without a lock (`Timers::fired`).
 //!   (A timer inserted with a deadline that a fire passed meanwhile is the
 //!   exception: it is fired by the next fire of its shard, a spurious wake
 //!   if its entry was dropped since.)
@@ -35,6 +51,13 @@
 //!   deadline of them all.
 //! * Only the paused clock's jump holds more than one shard's lock, and it
 //!   takes them in index order.
+//! * A far timer's deadline is at or after its shard's far floor, and a
+//!   shard's published earliest deadline is the lesser of its near first
+//!   and its far floor: never later than its earliest timer, so nobody
+//!   who waits for it (the sleeper, an owner's `fire_own`) waits too long.
+//!   A fire at `now` first moves near every far timer due by `now +
+//!   HORIZON` if the floor is at or before `now`, so no far timer is due
+//!   after a fire.
 
 use super::deadlines::{Deadlines, NONE};
 use super::pool_clock::PoolClock;
@@ -50,20 +73,199 @@ use std::time::{Duration, Instant};
 /// dozen tasks, unless one poll runs this long.
 const SLACK: Duration = Duration::from_millis(10);
 
+/// How far ahead a deadline must be when it is registered to go into its
+/// shard's far tier (the module docs).
+const HORIZON: Duration = Duration::from_secs(1);
+
+/// `TimerKey::slot` of a timer registered near.
+const NEAR: u32 = u32::MAX;
+
 /// One registered timer: its deadline, its shard and a sequence number
-/// that keeps equal deadlines apart.
+/// that keeps equal deadlines apart (and names it in its shard).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TimerKey {
     deadline: Instant,
     seq: u64,
     shard: u32,
+    /// Its slot among the shard's far timers, or `NEAR`. A far timer may
+    /// have moved near since: the slot then holds no timer of this `seq`.
+    slot: u32,
 }
 
 #[derive(Debug, Default)]
 struct TimerShard {
+    /// The near tier, in deadline order.
     entries: BTreeMap<(Instant, u64), Waker>,
+    far: FarTimers,
     next_seq: u64,
     shut_down: bool,
+}
+
+impl TimerShard {
+    /// The waker slot of the timer `key` names, wherever it is now.
+    fn waker_of(&mut self, key: TimerKey) -> Option<&mut Waker> {
+        if key.slot != NEAR {
+            // Not there if it moved near (or fired).
+            if let Some(waker) = self.far.waker_of(key.slot, key.seq) {
+                return Some(waker);
+            }
+        }
+        self.entries.get_mut(&(key.deadline, key.seq))
+    }
+
+    /// Take the timer `key` names out of the shard: its waker, if it was
+    /// there.
+    fn take(&mut self, key: TimerKey) -> Option<Waker> {
+        if key.slot != NEAR {
+            if let Some(waker) = self.far.take(key.slot, key.seq, key.deadline) {
+                return Some(waker);
+            }
+        }
+        self.entries.remove(&(key.deadline, key.seq))
+    }
+
+    /// The shard's earliest deadline as it publishes it: at or before its
+    /// earliest timer's (the far floor may be a cancelled timer's).
+    fn earliest(&self) -> Option<Instant> {
+        let near = self.entries.first_key_value().map(|(&(d, _), _)| d);
+        match (near, self.far.floor) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// One far timer's slot: free when `waker` is `None`.
+#[derive(Debug)]
+struct FarTimer {
+    deadline: Instant,
+    seq: u64,
+    waker: Option<Waker>,
+}
+
+/// A shard's far tier: timers in a slab, unordered, with a floor at or
+/// before every deadline.
+#[derive(Debug, Default)]
+struct FarTimers {
+    slots: Vec<FarTimer>,
+    /// The free slots, reused last freed first.
+    free: Vec<u32>,
+    /// Timers in `slots`.
+    len: usize,
+    /// At or before every far deadline (`None`: no far timer).
+    floor: Option<Instant>,
+    /// `floor` is a timer's deadline, not a cancelled one's.
+    exact: bool,
+}
+
+impl FarTimers {
+    /// Register a timer: its slot.
+    fn insert(&mut self, deadline: Instant, seq: u64, waker: Waker) -> u32 {
+        let timer = FarTimer {
+            deadline,
+            seq,
+            waker: Some(waker),
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = timer;
+                slot
+            }
+            None => {
+                self.slots.push(timer);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.len += 1;
+        if self.floor.is_none_or(|floor| deadline < floor) {
+            self.floor = Some(deadline);
+            self.exact = true;
+        }
+        slot
+    }
+
+    /// The waker of the timer `seq` if it is in `slot`.
+    fn waker_of(&mut self, slot: u32, seq: u64) -> Option<&mut Waker> {
+        let timer = self.slots.get_mut(slot as usize)?;
+        (timer.seq == seq).then_some(timer.waker.as_mut())?
+    }
+
+    /// Take out the timer `seq` (of `deadline`) if it is in `slot`.
+    fn take(&mut self, slot: u32, seq: u64, deadline: Instant) -> Option<Waker> {
+        let timer = self.slots.get_mut(slot as usize)?;
+        if timer.seq != seq {
+            return None;
+        }
+        let waker = timer.waker.take()?;
+        self.free.push(slot);
+        self.len -= 1;
+        if self.len == 0 {
+            self.clear();
+        } else if self.floor == Some(deadline) {
+            // Still at or before the others: only no longer exact.
+            self.exact = false;
+        }
+        Some(waker)
+    }
+
+    /// No far timer left: an empty slab (its memory kept), no floor.
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.len = 0;
+        self.floor = None;
+        self.exact = false;
+    }
+
+    /// Move every timer due by `until` into `near`; the floor becomes the
+    /// earliest of the rest.
+    fn promote(&mut self, until: Instant, near: &mut BTreeMap<(Instant, u64), Waker>) {
+        let mut floor: Option<Instant> = None;
+        for (slot, timer) in self.slots.iter_mut().enumerate() {
+            if timer.waker.is_none() {
+                continue;
+            }
+            if timer.deadline <= until {
+                if let Some(waker) = timer.waker.take() {
+                    near.insert((timer.deadline, timer.seq), waker);
+                }
+                self.free.push(slot as u32);
+                self.len -= 1;
+            } else if floor.is_none_or(|f| timer.deadline < f) {
+                floor = Some(timer.deadline);
+            }
+        }
+        if self.len == 0 {
+            self.clear();
+        } else {
+            self.floor = floor;
+            self.exact = true;
+        }
+    }
+
+    /// The earliest far deadline, exactly (a paused clock jumps to it):
+    /// a pass over the slab if a cancel left the floor early.
+    fn earliest_exact(&mut self) -> Option<Instant> {
+        if !self.exact && self.len > 0 {
+            self.floor = self
+                .slots
+                .iter()
+                .filter(|timer| timer.waker.is_some())
+                .map(|timer| timer.deadline)
+                .min();
+            self.exact = true;
+        }
+        self.floor
+    }
+
+    /// Every far timer's waker, for a shut down.
+    fn drain(&mut self) -> impl Iterator<Item = Waker> + '_ {
+        self.len = 0;
+        self.free.clear();
+        self.floor = None;
+        self.exact = false;
+        self.slots.drain(..).filter_map(|timer| timer.waker)
+    }
 }
 
 /// A shard and what it publishes without its lock.
@@ -135,28 +337,41 @@ impl Timers {
     /// that changed it.
     #[inline]
     fn publish(&self, shard: usize, locked: &TimerShard) -> bool {
-        let earliest = locked
-            .entries
-            .first_key_value()
-            .map_or(NONE, |(&(deadline, _), _)| self.nanos(deadline));
+        let earliest = locked.earliest().map_or(NONE, |d| self.nanos(d));
         self.deadlines.set_earliest(shard, earliest)
     }
 
-    /// Register a timer in the shard `mine` of the calling thread.
-    pub(crate) fn insert(&self, mine: usize, deadline: Instant, waker: Waker) -> Inserted {
+    /// Register a timer in the shard `mine` of the calling thread, which
+    /// read the pool's time `now` (near or far: `HORIZON` from it).
+    pub(crate) fn insert(
+        &self,
+        mine: usize,
+        now: Instant,
+        deadline: Instant,
+        waker: Waker,
+    ) -> Inserted {
+        let far = now
+            .checked_add(HORIZON)
+            .is_some_and(|edge| deadline >= edge);
         let mut shard = self.lock(mine, mine);
         if shard.shut_down {
             return Inserted::ShutDown;
         }
         let seq = shard.next_seq;
         shard.next_seq += 1;
-        shard.entries.insert((deadline, seq), waker);
+        let slot = if far {
+            shard.far.insert(deadline, seq, waker)
+        } else {
+            shard.entries.insert((deadline, seq), waker);
+            NEAR
+        };
         let first = self.publish(mine, &shard);
         drop(shard);
         let key = TimerKey {
             deadline,
             seq,
             shard: mine as u32,
+            slot,
         };
         let unpark = first && self.deadlines.inserted(mine, self.nanos(deadline));
         Inserted::Yes { key, unpark }
@@ -166,11 +381,7 @@ impl Timers {
     /// false if it is gone (fired, or shut down).
     pub(crate) fn update(&self, mine: usize, key: TimerKey, waker: &Waker) -> bool {
         let shard = key.shard as usize;
-        match self
-            .lock(shard, mine)
-            .entries
-            .get_mut(&(key.deadline, key.seq))
-        {
+        match self.lock(shard, mine).waker_of(key) {
             Some(w) => {
                 w.clone_from(waker);
                 true
@@ -183,19 +394,33 @@ impl Timers {
     /// shard is `mine()`, asked only if the lock is taken. The waker is
     /// dropped after the lock is released.
     pub(crate) fn remove(&self, mine: impl FnOnce() -> usize, key: TimerKey) {
-        let index = key.shard as usize;
-        // Acquire: pairs with the fire's store; the fire removed the entry
-        // before it (see the invariants for the one exception).
-        if self.nanos(key.deadline) <= self.shards[index].fired_until.load(Ordering::Acquire) {
+        if self.fired(key) {
             return;
         }
+        let index = key.shard as usize;
         let mut shard = self.lock(index, mine());
-        let removed = shard.entries.remove(&(key.deadline, key.seq));
+        let removed = shard.take(key);
         if removed.is_some() {
+            // A far timer's cancel leaves the floor where it was (unless
+            // the tier emptied): this publishes nothing new then.
             let _ = self.publish(index, &shard);
         }
         drop(shard);
         drop(removed);
+    }
+
+    /// Has `key`'s timer fired (or the store shut down)? Without a lock:
+    /// its deadline is at or before its shard's `fired_until` (the
+    /// invariants: a timer registered after a fire passed its deadline is
+    /// the one exception, fired by the next fire of its shard).
+    #[inline]
+    pub(crate) fn fired(&self, key: TimerKey) -> bool {
+        // Acquire: pairs with the fire's store; the fire took the timer
+        // out before it.
+        self.nanos(key.deadline)
+            <= self.shards[key.shard as usize]
+                .fired_until
+                .load(Ordering::Acquire)
     }
 
     /// Worker `worker` goes idle: its shard is the driver sleeper's to
@@ -238,11 +463,13 @@ impl Timers {
         let mut shards: Vec<MutexGuard<'_, TimerShard>> =
             self.shards.iter().map(|s| s.shard.lock()).collect();
         let first = shards
-            .iter()
+            .iter_mut()
             .filter_map(|s| {
-                s.entries
-                    .first_key_value()
-                    .map(|(&(deadline, _), _)| deadline)
+                let near = s.entries.first_key_value().map(|(&(d, _), _)| d);
+                match (near, s.far.earliest_exact()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             })
             .min();
         let Some(deadline) = first.filter(|_| is_quiet()) else {
@@ -346,6 +573,15 @@ impl Timers {
         now: Instant,
         take: &mut dyn FnMut(Instant, Waker),
     ) -> bool {
+        // The far timers due within `HORIZON` move near first, so that no
+        // far timer is due after this fire (the invariants).
+        // The pass also raises the floor past a cancelled timer's deadline,
+        // which is published below.
+        let passed = shard.far.floor.is_some_and(|floor| floor <= now);
+        if passed {
+            let until = now.checked_add(HORIZON).unwrap_or(now);
+            shard.far.promote(until, &mut shard.entries);
+        }
         let mut took = false;
         while let Some(entry) = shard.entries.first_entry() {
             if entry.key().0 > now {
@@ -355,7 +591,7 @@ impl Timers {
             take(deadline, waker);
             took = true;
         }
-        if took {
+        if took || passed {
             let _ = self.publish(index, shard);
         }
         // Release: pairs with `remove`'s Acquire. Only grows: `now` is
@@ -385,10 +621,12 @@ impl Timers {
             let mut shard = locked.shard.lock();
             shard.shut_down = true;
             let entries = std::mem::take(&mut shard.entries);
+            let far: Vec<Waker> = shard.far.drain().collect();
             let _ = self.publish(index, &shard);
             locked.fired_until.store(NONE, Ordering::Release);
             drop(shard);
             wakers.extend(entries.into_values());
+            wakers.extend(far);
         }
     }
 }
