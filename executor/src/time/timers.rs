@@ -275,6 +275,12 @@ struct Locked {
     /// The time (from `origin`, in nanoseconds) up to which the shard has
     /// been fired: stored under the lock after each fire.
     fired_until: AtomicU64,
+    /// Acquisitions of the lock by another thread than the one whose shard
+    /// it is (a statistic: `Timers::foreign_locks`). Here, on the line the
+    /// lock is on, which that thread takes anyway: one counter for the
+    /// store, beside `shards` and `origin`, was written by every foreign
+    /// lock and so missed in every thread's next timer.
+    foreign: AtomicU64,
 }
 
 /// What `Timers::insert` did.
@@ -293,9 +299,6 @@ pub(crate) struct Timers {
     deadlines: Deadlines,
     /// The instant deadlines are counted from in `deadlines`.
     origin: Instant,
-    /// Acquisitions of a shard's lock by another thread than the one whose
-    /// shard it is (a statistic: `foreign_locks`).
-    foreign: AtomicU64,
 }
 
 impl Timers {
@@ -306,7 +309,6 @@ impl Timers {
             shards: (0..shards).map(|_| CachePadded::default()).collect(),
             deadlines: Deadlines::new(shards, SLACK.as_nanos() as u64),
             origin,
-            foreign: AtomicU64::new(0),
         }
     }
 
@@ -328,7 +330,7 @@ impl Timers {
     #[inline]
     fn lock(&self, shard: usize, mine: usize) -> MutexGuard<'_, TimerShard> {
         if shard != mine {
-            self.foreign.fetch_add(1, Ordering::Relaxed);
+            self.shards[shard].foreign.fetch_add(1, Ordering::Relaxed);
         }
         self.shards[shard].shard.lock()
     }
@@ -611,7 +613,10 @@ impl Timers {
     /// (a statistic, for the tests: zero for timers that stay on one worker).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn foreign_locks(&self) -> u64 {
-        self.foreign.load(Ordering::Relaxed)
+        self.shards
+            .iter()
+            .map(|locked| locked.foreign.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// The driver is gone: move every waker into `wakers` and refuse new
