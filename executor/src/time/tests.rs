@@ -448,3 +448,30 @@ fn a_sleep_polled_by_another_waker_wakes_that_one() {
         drop(p);
     });
 }
+
+#[test]
+fn a_pass_over_far_timers_gives_back_the_slots_above_the_last_live_one() {
+    // A burst of far timers, all cancelled but the first and one due
+    // soon: the pass at 2 s keeps the slab up to the first.
+    let store = Store::new();
+    store.insert("10s", 0, 10_000);
+    store.insert("2s", 0, 2_000);
+    let burst: Vec<_> = (0..1_000)
+        .map(|i| store.insert("burst", 0, 5_000 + i))
+        .collect();
+    assert_eq!(store.timers.far_slots(0), 1_002);
+    for key in burst {
+        store.timers.remove(|| 0, key);
+    }
+    assert_eq!(store.fire(2_000), ["2s"]);
+    assert_eq!(
+        store.timers.far_slots(0),
+        1,
+        "the pass kept the cancelled burst's slots above the last live far timer"
+    );
+    // The freed slots are not handed out again past the end.
+    let again = store.insert("3s", 2_000, 3_000);
+    assert_eq!(store.timers.far_slots(0), 2);
+    store.timers.remove(|| 0, again);
+    assert_eq!(store.fire(20_000), ["10s"]);
+}

@@ -240,6 +240,15 @@ impl FarTimers {
         } else {
             self.floor = floor;
             self.exact = true;
+            // The free slots at the end go, so that a burst of far timers
+            // since cancelled holds no memory and costs later passes
+            // nothing once the slots above the last live one are free.
+            // (No compaction below it: a key names its slot.)
+            while self.slots.last().is_some_and(|timer| timer.waker.is_none()) {
+                self.slots.pop();
+            }
+            let end = self.slots.len();
+            self.free.retain(|&slot| (slot as usize) < end);
         }
     }
 
@@ -602,6 +611,13 @@ impl Timers {
             .fired_until
             .fetch_max(self.nanos(now), Ordering::Release);
         took
+    }
+
+    /// Slots of shard `shard`'s far tier, free ones included (for the
+    /// tests: what a pass over it reads).
+    #[cfg(test)]
+    pub(crate) fn far_slots(&self, shard: usize) -> usize {
+        self.shards[shard].shard.lock().far.slots.len()
     }
 
     /// Whether any timer is pending (a hint for the busy workers' polls).
