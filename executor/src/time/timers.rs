@@ -117,7 +117,7 @@ impl TimerShard {
     /// there.
     fn take(&mut self, key: TimerKey) -> Option<Waker> {
         if key.slot != NEAR {
-            if let Some(waker) = self.far.take(key.slot, key.seq, key.deadline) {
+            if let Some(waker) = self.far.take(key.slot, key.seq) {
                 return Some(waker);
             }
         }
@@ -127,11 +127,25 @@ impl TimerShard {
     /// The shard's earliest deadline as it publishes it: at or before its
     /// earliest timer's (the far floor may be a cancelled timer's).
     fn earliest(&self) -> Option<Instant> {
-        let near = self.entries.first_key_value().map(|(&(d, _), _)| d);
-        match (near, self.far.floor) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earlier(self.near_first(), self.far.floor)
+    }
+
+    /// The shard's earliest live deadline, exactly (a paused clock jumps
+    /// to it).
+    fn earliest_exact(&mut self) -> Option<Instant> {
+        earlier(self.near_first(), self.far.earliest_exact())
+    }
+
+    fn near_first(&self) -> Option<Instant> {
+        self.entries.first_key_value().map(|(&(d, _), _)| d)
+    }
+}
+
+/// The earlier of two deadlines, either of which may be absent.
+fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -190,13 +204,14 @@ impl FarTimers {
         (timer.seq == seq).then_some(timer.waker.as_mut())?
     }
 
-    /// Take out the timer `seq` (of `deadline`) if it is in `slot`.
-    fn take(&mut self, slot: u32, seq: u64, deadline: Instant) -> Option<Waker> {
+    /// Take out the timer `seq` if it is in `slot`.
+    fn take(&mut self, slot: u32, seq: u64) -> Option<Waker> {
         let timer = self.slots.get_mut(slot as usize)?;
         if timer.seq != seq {
             return None;
         }
         let waker = timer.waker.take()?;
+        let deadline = timer.deadline;
         self.free.push(slot);
         self.len -= 1;
         if self.len == 0 {
@@ -268,12 +283,10 @@ impl FarTimers {
     }
 
     /// Every far timer's waker, for a shut down.
-    fn drain(&mut self) -> impl Iterator<Item = Waker> + '_ {
-        self.len = 0;
-        self.free.clear();
-        self.floor = None;
-        self.exact = false;
-        self.slots.drain(..).filter_map(|timer| timer.waker)
+    fn drain(&mut self) -> impl Iterator<Item = Waker> {
+        let slots = std::mem::take(&mut self.slots);
+        self.clear();
+        slots.into_iter().filter_map(|timer| timer.waker)
     }
 }
 
@@ -473,16 +486,7 @@ impl Timers {
         self.deadlines.park_paused();
         let mut shards: Vec<MutexGuard<'_, TimerShard>> =
             self.shards.iter().map(|s| s.shard.lock()).collect();
-        let first = shards
-            .iter_mut()
-            .filter_map(|s| {
-                let near = s.entries.first_key_value().map(|(&(d, _), _)| d);
-                match (near, s.far.earliest_exact()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            })
-            .min();
+        let first = shards.iter_mut().filter_map(|s| s.earliest_exact()).min();
         let Some(deadline) = first.filter(|_| is_quiet()) else {
             return false;
         };
