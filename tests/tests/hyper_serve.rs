@@ -457,3 +457,85 @@ fn a_connection_task_is_spawned_at_the_serve_call() {
         });
     });
 }
+
+/// Half a request head on a std socket to `addr`, then `hold` of silence:
+/// how long the server took to close the connection (`None`: still open
+/// after `hold`, and then the rest of the head is answered).
+fn trickled_head(addr: SocketAddr, hold: Duration) -> Option<Duration> {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let sent = std::time::Instant::now();
+    s.set_read_timeout(Some(hold)).unwrap();
+    let mut buf = [0u8; 1024];
+    match s.read(&mut buf) {
+        Ok(0) => return Some(sent.elapsed()),
+        Ok(n) => panic!(
+            "the server answered half a head: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(sent.elapsed()),
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "{e}"
+        ),
+    }
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"Connection: close\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    None
+}
+
+/// `Serve::header_read_timeout`: a connection that sends half a head is
+/// closed once the timeout passes; with `None` it waits for the rest; zero
+/// is refused with `InvalidInput` when the server starts.
+#[test]
+fn the_header_read_timeout_closes_a_trickling_connection_and_can_be_turned_off() {
+    watchdog("serve: header read timeout", 30, || {
+        pool().block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = pool::spawn(
+                pool::hyper::serve(listener, hyper::service::service_fn(whoami))
+                    .header_read_timeout(Duration::from_millis(200)),
+            );
+            let closed = pool::spawn_blocking(move || trickled_head(addr, Duration::from_secs(5)))
+                .await
+                .unwrap()
+                .expect("a connection with half a head is closed after 200 ms, not held 5 s");
+            assert!(
+                closed >= Duration::from_millis(150),
+                "closed after {closed:?}, before the 200 ms timeout"
+            );
+            server.abort();
+
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = pool::spawn(
+                pool::hyper::serve(listener, hyper::service::service_fn(whoami))
+                    .header_read_timeout(None),
+            );
+            let closed =
+                pool::spawn_blocking(move || trickled_head(addr, Duration::from_millis(500)))
+                    .await
+                    .unwrap();
+            assert_eq!(closed, None, "with no timeout the head's rest is awaited");
+            server.abort();
+
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let refused = pool::hyper::serve(listener, hyper::service::service_fn(whoami))
+                .header_read_timeout(Duration::ZERO)
+                .await
+                .expect_err("a zero header read timeout is refused");
+            assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+            assert!(
+                refused.to_string().contains("header_read_timeout"),
+                "{refused}"
+            );
+        });
+    });
+}

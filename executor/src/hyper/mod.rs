@@ -5,7 +5,8 @@
 //!   on every connection a [`net::TcpListener`](crate::net::TcpListener) or
 //!   [`net::UnixListener`](crate::net::UnixListener) accepts, for an axum
 //!   `Router`, tonic's `Routes`, any `tower::Service` or `hyper::service::Service`,
-//!   with [`Serve::with_graceful_shutdown`]. Each request carries the
+//!   with [`Serve::with_graceful_shutdown`], and a 30 s limit on reading a
+//!   request's head ([`Serve::header_read_timeout`]). Each request carries the
 //!   client's address as a [`PeerAddr`] extension, and, with pool's cargo
 //!   feature `axum`, as axum's `ConnectInfo` too, so axum's
 //!   `ConnectInfo<SocketAddr>` extractor works as under `axum::serve`.
