@@ -467,6 +467,53 @@ fn tokio_blocking_threads_stay_within_the_pools_budget() {
     });
 }
 
+/// A busy worker still polls its runtime's reactor and timers while tokio
+/// tasks are alive (every 61 searches, as tokio's own workers every 61
+/// tasks): a tokio task's `tokio::time::sleep` ends on time although the
+/// worker never runs out of pool tasks. One worker, so no idle one takes
+/// the turn instead.
+#[test]
+fn tokio_timers_fire_while_the_worker_stays_busy_with_pool_tasks() {
+    watchdog("tokio-compat: tokio timers on a busy worker", 30, || {
+        let p = pool::Builder::new()
+            .worker_threads(1)
+            .thread_name("tcbz")
+            .build()
+            .unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinners: Vec<_> = (0..4)
+            .map(|_| {
+                let done = done.clone();
+                p.spawn(async move {
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        pool::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let flag = done.clone();
+        let took = p.block_on(p.spawn(async move {
+            let started = std::time::Instant::now();
+            let sleeper = tokio::spawn(async {
+                for _ in 0..10 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            });
+            sleeper.await.unwrap();
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            started.elapsed()
+        }));
+        for s in spinners {
+            p.block_on(s).unwrap();
+        }
+        let took = took.unwrap();
+        assert!(
+            took >= Duration::from_millis(50) && took < Duration::from_millis(1000),
+            "ten 5 ms tokio sleeps on a busy worker took {took:?}"
+        );
+    });
+}
+
 /// The pool's own timers fire while its workers sleep in their tokio
 /// runtimes (the driver's sleeper has its runtime watch the pool's next
 /// deadline), also a timer that is due by the time its worker sleeps, and
