@@ -150,8 +150,15 @@ impl Listener for UnixListener {
 pub struct PeerAddr<A>(pub A);
 
 /// A service [`serve`] can run: a `tower::Service` ([`Tower`]) or a
-/// `hyper::service::Service` ([`Hyper`]). The marker is inferred; a type
-/// that is both needs it named: `serve::<_, _, pool::hyper::Tower>(..)`.
+/// `hyper::service::Service` ([`Hyper`]) of `Request<Incoming>` that
+/// answers with an `http::Response`. The marker is inferred; a type that
+/// is both needs it named: `serve::<_, _, pool::hyper::Tower>(..)`.
+#[diagnostic::on_unimplemented(
+    message = "pool::hyper::serve cannot serve `{Self}`: it takes the service itself, one that answers a `Request<Incoming>` with a `Response`",
+    label = "not a service of requests",
+    note = "pass an axum `Router` as it is (`serve(listener, app)`), or any `tower::Service` or `hyper::service::Service` of `Request<Incoming>`",
+    note = "not a make-service such as `app.into_make_service()` or `app.into_make_service_with_connect_info::<SocketAddr>()`: serve already puts the client's address into every request (`pool::hyper::PeerAddr`, and axum's `ConnectInfo` with pool's cargo feature `axum`)"
+)]
 pub trait IntoHyperService<Marker> {
     /// The service as hyper calls it.
     type Service;
@@ -168,9 +175,18 @@ pub enum Tower {}
 #[derive(Debug)]
 pub enum Hyper {}
 
+/// A response `serve` can write: an `http::Response`. (A make-service
+/// answers with a service instead, and is refused at the `serve` call.)
+/// Public in a private module: nothing outside pool can name it or
+/// implement it.
+pub trait HttpResponse {}
+
+impl<B> HttpResponse for Response<B> {}
+
 impl<S> IntoHyperService<Tower> for S
 where
     S: tower_service::Service<Request<Incoming>> + Clone,
+    S::Response: HttpResponse,
 {
     type Service = TowerToHyperService<S>;
 
@@ -182,6 +198,7 @@ where
 impl<S> IntoHyperService<Hyper> for S
 where
     S: hyper::service::Service<Request<Incoming>> + Clone,
+    S::Response: HttpResponse,
 {
     type Service = S;
 
