@@ -3,13 +3,16 @@
 //! SQLite, a reqwest proxy route, a WebSocket echo) served three ways:
 //!
 //! * `--runtime pool` (the default): `pool::hyper::serve` on a pool;
+//! * `--runtime pool-no-head-timeout`: the same with
+//!   `Serve::header_read_timeout(None)`, as `axum::serve` has no such
+//!   timeout;
 //! * `--runtime pool-axum-serve`: tokio's own `axum::serve`, with a tokio
 //!   `TcpListener`, inside a pool (what code written for tokio does);
 //! * `--runtime tokio`: `axum::serve` on tokio's multi-thread runtime.
 //!
 //! ```text
 //! cargo run --release -p examples --example reference_service -- \
-//!     [--runtime pool|pool-axum-serve|tokio] [--workers 2] [--addr 127.0.0.1:0] \
+//!     [--runtime pool|pool-no-head-timeout|pool-axum-serve|tokio] [--workers 2] [--addr 127.0.0.1:0] \
 //!     [--upstream URL] [--dir DIR] [--console ADDR]
 //! curl localhost:PORT/users/7
 //! ```
@@ -37,7 +40,7 @@ struct Args {
 
 fn usage(problem: &str) -> ! {
     eprintln!(
-        "reference_service: {problem}\nusage: reference_service [--runtime pool|pool-axum-serve|tokio] \
+        "reference_service: {problem}\nusage: reference_service [--runtime pool|pool-no-head-timeout|pool-axum-serve|tokio] \
          [--workers N] [--addr ADDR] [--upstream URL] [--dir DIR] [--console ADDR]"
     );
     std::process::exit(2)
@@ -74,7 +77,9 @@ fn parse_args() -> Args {
             _ => usage(&format!("unknown option {a:?}")),
         }
     }
-    if !["pool", "pool-axum-serve", "tokio"].contains(&args.runtime.as_str()) {
+    if !["pool", "pool-no-head-timeout", "pool-axum-serve", "tokio"]
+        .contains(&args.runtime.as_str())
+    {
         usage(&format!("unknown runtime {:?}", args.runtime));
     }
     args
@@ -121,7 +126,13 @@ async fn on_pool(args: &Args, files: &Files) -> Result<(), Error> {
     let addr = listener.local_addr()?;
     let app = with_pool_metrics(router(files, upstream(args, addr)).await?);
     println!("listening on {addr}");
-    pool::hyper::serve(listener, app)
+    let serve = pool::hyper::serve(listener, app);
+    let serve = if args.runtime == "pool-no-head-timeout" {
+        serve.header_read_timeout(None)
+    } else {
+        serve
+    };
+    serve
         .with_graceful_shutdown(async {
             let _ = pool::signal::ctrl_c().await;
         })
@@ -173,7 +184,7 @@ fn main() -> Result<(), Error> {
             }
             pool.block_on(async {
                 let files = Files::create(&dir).await.map_err(|e| e.to_string())?;
-                if runtime == "pool" {
+                if runtime != "pool-axum-serve" {
                     on_pool(&args, &files).await
                 } else {
                     axum_serve(&args, &files).await

@@ -4,6 +4,9 @@
 //! served three ways side by side in interleaved rounds, 2 workers each:
 //!
 //! * `pool`: `pool::hyper::serve` on pool;
+//! * `pool-no-head-timeout` (only when named in `--only`): the same with
+//!   `Serve::header_read_timeout(None)`, like for like with `axum::serve`,
+//!   which arms no header-read timeout;
 //! * `pool-axum-serve`: tokio's `axum::serve` inside a pool (code written
 //!   for tokio, moved as it is);
 //! * `tokio`: `axum::serve` on tokio's multi-thread runtime.
@@ -12,7 +15,7 @@
 //! cargo build --release -p benches --bins
 //! cargo build --release -p examples --example reference_service
 //! target/release/reference [--rounds 3] [--secs 3] [--connections 32]
-//!     [--only pool,pool-axum-serve,tokio] [--routes json,static,users,proxy,ws] [--quick]
+//!     [--only pool,pool-no-head-timeout,pool-axum-serve,tokio] [--routes json,static,users,proxy,ws] [--quick]
 //! ```
 //!
 //! HTTP routes are loaded by `wrk` (one thread); `ws` by client threads of
@@ -39,7 +42,10 @@ use std::time::Duration;
 use tests::client::WsClient;
 use tests::ListeningServer;
 
+/// The servers run by default.
 const RUNTIMES: [&str; 3] = ["pool", "pool-axum-serve", "tokio"];
+/// Every server `--only` can name.
+const ALL_RUNTIMES: [&str; 4] = ["pool", "pool-no-head-timeout", "pool-axum-serve", "tokio"];
 const ROUTES: [(&str, &str); 5] = [
     ("json", "/json"),
     ("static", "/static/blob.txt"),
@@ -62,7 +68,7 @@ fn usage(problem: &str) -> ! {
     eprintln!(
         "reference: {problem}\nusage: reference [--rounds N] [--secs S] [--connections C] \
          [--only {}] [--routes {}] [--quick]",
-        RUNTIMES.join(","),
+        ALL_RUNTIMES.join(","),
         routes.join(",")
     );
     std::process::exit(2)
@@ -84,7 +90,7 @@ fn parse_args() -> Args {
             "--rounds" => args.rounds = positive(it, "--rounds", usage) as usize,
             "--secs" => args.secs = positive(it, "--secs", usage),
             "--connections" => args.connections = positive(it, "--connections", usage) as usize,
-            "--only" => args.runtimes = names(it, "--only", &RUNTIMES, usage),
+            "--only" => args.runtimes = names(it, "--only", &ALL_RUNTIMES, usage),
             "--routes" => args.routes = names(it, "--routes", &route_names, usage),
             "--quick" => {
                 args.rounds = 1;
