@@ -11,8 +11,12 @@ use tests::watchdog;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 fn pool_named(name: &str) -> pool::Pool {
+    pool_of(2, name)
+}
+
+fn pool_of(workers: usize, name: &str) -> pool::Pool {
     pool::Builder::new()
-        .worker_threads(2)
+        .worker_threads(workers)
         .thread_name(name)
         .build()
         .unwrap()
@@ -210,6 +214,38 @@ fn tokio_spawn_from_a_pool_task_is_local_and_runs_at_once() {
     });
 }
 
+/// Pool tasks that keep a pool's workers busy, each yielding in a loop,
+/// until `stop`.
+struct Spinners {
+    running: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tasks: Vec<pool::JoinHandle<()>>,
+}
+
+impl Spinners {
+    fn start(p: &pool::Pool, n: usize) -> Spinners {
+        let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let tasks = (0..n)
+            .map(|_| {
+                let running = running.clone();
+                p.spawn(async move {
+                    while running.load(std::sync::atomic::Ordering::Relaxed) {
+                        pool::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        Spinners { running, tasks }
+    }
+
+    fn stop(self, p: &pool::Pool) {
+        self.running
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        for task in self.tasks {
+            p.block_on(task).unwrap();
+        }
+    }
+}
+
 /// As on tokio's own workers (its LIFO slot), a tokio task that a pool
 /// task spawns runs before that pool task is polled again, even while the
 /// worker stays busy with pool tasks: code that hands work to a spawned
@@ -218,23 +254,9 @@ fn tokio_spawn_from_a_pool_task_is_local_and_runs_at_once() {
 #[test]
 fn a_tokio_task_spawned_by_a_pool_task_runs_before_its_next_poll() {
     watchdog("tokio-compat: a spawned tokio task runs first", 30, || {
-        let p = pool::Builder::new()
-            .worker_threads(1)
-            .thread_name("tcsn")
-            .build()
-            .unwrap();
+        let p = pool_of(1, "tcsn");
         // Pool tasks that keep the worker busy the whole time.
-        let busy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let spinners: Vec<_> = (0..4)
-            .map(|_| {
-                let busy = busy.clone();
-                p.spawn(async move {
-                    while busy.load(std::sync::atomic::Ordering::Relaxed) {
-                        pool::yield_now().await;
-                    }
-                })
-            })
-            .collect();
+        let spinners = Spinners::start(&p, 4);
         let late = p.block_on(p.spawn(async {
             let mut late = 0;
             for _ in 0..1000 {
@@ -250,10 +272,7 @@ fn a_tokio_task_spawned_by_a_pool_task_runs_before_its_next_poll() {
             }
             late
         }));
-        busy.store(false, std::sync::atomic::Ordering::Relaxed);
-        for s in spinners {
-            p.block_on(s).unwrap();
-        }
+        spinners.stop(&p);
         assert_eq!(
             late.unwrap(),
             0,
@@ -468,30 +487,15 @@ fn tokio_blocking_threads_stay_within_the_pools_budget() {
 }
 
 /// A busy worker still polls its runtime's reactor and timers while tokio
-/// tasks are alive (every 61 searches, as tokio's own workers every 61
-/// tasks): a tokio task's `tokio::time::sleep` ends on time although the
-/// worker never runs out of pool tasks. One worker, so no idle one takes
-/// the turn instead.
+/// tasks are alive (a turn every 8 searches, `WorkerRuntime::turn`): a
+/// tokio task's `tokio::time::sleep` ends on time although the worker
+/// never runs out of pool tasks. One worker, so no idle one takes the turn
+/// instead.
 #[test]
 fn tokio_timers_fire_while_the_worker_stays_busy_with_pool_tasks() {
     watchdog("tokio-compat: tokio timers on a busy worker", 30, || {
-        let p = pool::Builder::new()
-            .worker_threads(1)
-            .thread_name("tcbz")
-            .build()
-            .unwrap();
-        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let spinners: Vec<_> = (0..4)
-            .map(|_| {
-                let done = done.clone();
-                p.spawn(async move {
-                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                        pool::yield_now().await;
-                    }
-                })
-            })
-            .collect();
-        let flag = done.clone();
+        let p = pool_of(1, "tcbz");
+        let spinners = Spinners::start(&p, 4);
         let took = p.block_on(p.spawn(async move {
             let started = std::time::Instant::now();
             let sleeper = tokio::spawn(async {
@@ -500,12 +504,9 @@ fn tokio_timers_fire_while_the_worker_stays_busy_with_pool_tasks() {
                 }
             });
             sleeper.await.unwrap();
-            flag.store(true, std::sync::atomic::Ordering::Relaxed);
             started.elapsed()
         }));
-        for s in spinners {
-            p.block_on(s).unwrap();
-        }
+        spinners.stop(&p);
         let took = took.unwrap();
         assert!(
             took >= Duration::from_millis(50) && took < Duration::from_millis(1000),
@@ -580,11 +581,7 @@ fn a_tokio_task_woken_by_a_pool_socket_costs_no_eventfd_write() {
     use std::io::{Read, Write};
     const ECHOES: u64 = 200;
     watchdog("tokio-compat: a socket's wake of a tokio task", 30, || {
-        let p = pool::Builder::new()
-            .worker_threads(1)
-            .thread_name("tcew")
-            .build()
-            .unwrap();
+        let p = pool_of(1, "tcew");
         let listener = p
             .block_on(pool::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
